@@ -1,0 +1,251 @@
+// Package engine defines the storage-engine contract that lets one kura node run any engine:
+// the paper's Storage Engine Interface (connect, put, get) widened to what a real store
+// needs: batched blind writes, merged reads, ordered snapshot scans, flush, stats and the
+// engine's role in a heterogeneous cluster.
+//
+// Implementations live in sub-packages (lsm, btree, memory) and all pass the shared suite in
+// enginetest. The contract, for every method of Engine:
+//
+//   - Concurrency: every method is safe for concurrent use by many goroutines. Close waits
+//     for calls in flight; calls after Close return ErrClosed.
+//   - Memory: the engine copies whatever it keeps of its arguments, so callers may reuse
+//     their buffers once a call returns. Rows returned by Get belong to the caller. Keys and
+//     rows returned by an Iterator are valid only until the next call to Next or Close.
+//   - Durability: when Apply returns nil in Durability Sync, the batch survives a process
+//     crash or power loss (it is fsynced; concurrent Apply calls share one fsync). In
+//     Durability Periodic it survives a process crash once the next periodic sync has run
+//     (at most Interval later); a crash may lose that interval's writes. The memory engine
+//     is never durable (see its package).
+//   - Time: engines read "now" from the injected Clock, both to hide expired cells and to
+//     purge old tombstones when they rewrite data.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Errors shared by all engines. Engines wrap them with %w and details.
+var (
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("engine: closed")
+	// ErrCorrupt means stored data failed a checksum or could not be decoded: the engine
+	// returns this rather than wrong data.
+	ErrCorrupt = errors.New("engine: corrupt data")
+	// ErrLocked means another process holds the data directory.
+	ErrLocked = errors.New("engine: data directory locked by another process")
+	// ErrInvalid means the caller passed an invalid key, row or range.
+	ErrInvalid = errors.New("engine: invalid argument")
+)
+
+// Role is what an engine is good at; the cluster's router sends each request to the
+// replicas whose role suits it.
+type Role uint8
+
+// The three engine roles of the paper (../shared/seeds/000, section 3).
+const (
+	RoleUnknown Role = iota
+	// WriteOptimized engines make writes sequential I/O at the cost of reads (an LSM).
+	WriteOptimized
+	// ReadOptimized engines keep one version of a row so reads touch one place (a B+tree).
+	ReadOptimized
+	// InMemory engines keep everything in RAM: fast at both, volatile.
+	InMemory
+)
+
+// String returns the role's name as used in configs, gossip and admin output.
+func (r Role) String() string {
+	switch r {
+	case WriteOptimized:
+		return "write-optimized"
+	case ReadOptimized:
+		return "read-optimized"
+	case InMemory:
+		return "in-memory"
+	}
+	return fmt.Sprintf("unknown-role(%d)", uint8(r))
+}
+
+// Engine stores rows by key. See the package comment for the concurrency, memory and
+// durability contract every method keeps.
+type Engine interface {
+	// Name is the engine's short name: "lsm", "btree" or "memory".
+	Name() string
+	// Role is the engine's role in a heterogeneous cluster.
+	Role() Role
+
+	// Apply merges each mutation into the row stored under its key (see row.Merge) without
+	// the caller reading first. The batch is atomic: after a crash either all of it or none
+	// of it is visible. Mutations must be valid (row.Mutation.Validate); Apply returns
+	// ErrInvalid for one that is not, and applies nothing. Several mutations of one key in
+	// one batch merge as if applied in order (the merge is order-independent anyway).
+	Apply(batch []row.Mutation) error
+
+	// Get returns the merged row stored under key, and whether anything is stored. Expired
+	// cells come back as tombstones (see ReadView). A row that holds only tombstones is
+	// returned with found == true, so that replicas can compare and repair deletes; callers
+	// that want what a client sees use row.Row.Visible.
+	Get(key []byte) (r row.Row, found bool, err error)
+
+	// NewIterator returns an iterator over the rows with lo <= key < hi, in key order, as
+	// of one consistent snapshot taken when NewIterator returns: later writes are not seen.
+	// A nil lo means from the first key and a nil hi means to the last. Rows are returned
+	// as Get would return them. The caller must Close the iterator; engines may hold
+	// resources (a read transaction, a snapshot) until then.
+	NewIterator(lo, hi []byte) (Iterator, error)
+
+	// Flush makes everything applied so far durable and moves in-memory write buffers to
+	// their on-disk form (a memtable flush, a snapshot); it blocks until done.
+	Flush() error
+
+	// Stats returns current sizes. It does not block on I/O and figures may be estimates.
+	Stats() Stats
+
+	// Close flushes what the engine's durability mode promises and releases its resources.
+	// It waits for calls in flight and is safe to call more than once.
+	Close() error
+}
+
+// Iterator walks rows in key order. It is not safe for concurrent use.
+type Iterator interface {
+	// Next advances to the next row and reports whether there is one. It returns false at
+	// the end and on error; check Err.
+	Next() bool
+	// Key is the current row's key, valid until the next Next or Close.
+	Key() []byte
+	// Row is the current row, valid until the next Next or Close.
+	Row() row.Row
+	// Err is the first error met, if any.
+	Err() error
+	// Close releases the iterator's snapshot. It is safe to call more than once.
+	Close() error
+}
+
+// Stats are an engine's current sizes.
+type Stats struct {
+	// DiskBytes is the space the engine's files take on disk.
+	DiskBytes int64
+	// MemoryBytes is the memory the engine holds for data (memtables, caches, the tree).
+	MemoryBytes int64
+	// RowsEstimate is an estimate of the number of stored rows, tombstoned rows included.
+	RowsEstimate int64
+	// Exact reports whether RowsEstimate is exact.
+	Exact bool
+}
+
+// Durability says when an applied write is safe from a crash.
+type Durability uint8
+
+const (
+	// Sync acknowledges a write once it is fsynced; concurrent writers share one fsync
+	// (group commit). The default.
+	Sync Durability = iota
+	// Periodic acknowledges a write once it is in the log or the OS's page cache and
+	// fsyncs every Interval: a crash of the machine may lose up to Interval of
+	// acknowledged writes, exactly like Cassandra's periodic commit log.
+	Periodic
+)
+
+// String returns the mode's name as used in configs.
+func (d Durability) String() string {
+	if d == Periodic {
+		return "periodic"
+	}
+	return "sync"
+}
+
+// ParseDurability parses "sync" or "periodic".
+func ParseDurability(s string) (Durability, error) {
+	switch s {
+	case "sync", "":
+		return Sync, nil
+	case "periodic":
+		return Periodic, nil
+	}
+	return 0, fmt.Errorf("%w: durability %q (want sync or periodic)", ErrInvalid, s)
+}
+
+// Clock returns the current time in microseconds. Engines take one so that tests can
+// control expiry and purging; WallClock is the real one.
+type Clock func() int64
+
+// WallClock reads the system clock.
+func WallClock() int64 { return time.Now().UnixMicro() }
+
+// DefaultGracePeriod is how long tombstones and expired cells are kept before a rewrite may
+// drop them (Cassandra's gc_grace_seconds default).
+const DefaultGracePeriod = 10 * 24 * time.Hour
+
+// Options are shared by every engine; each engine has its own Options embedding these.
+type Options struct {
+	// Clock gives "now"; defaults to WallClock.
+	Clock Clock
+	// GracePeriod is how long tombstones are kept; defaults to DefaultGracePeriod.
+	GracePeriod time.Duration
+	// Durability is Sync (default) or Periodic.
+	Durability Durability
+	// SyncInterval is the fsync period in Periodic mode; defaults to 1s (Cassandra's
+	// commitlog_sync_period is 10s; we choose a smaller window).
+	SyncInterval time.Duration
+}
+
+// WithDefaults returns o with zero fields replaced by their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = WallClock
+	}
+	if o.GracePeriod == 0 {
+		o.GracePeriod = DefaultGracePeriod
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = time.Second
+	}
+	return o
+}
+
+// ValidateBatch checks every mutation of a batch; engines call it before applying anything.
+func ValidateBatch(batch []row.Mutation) error {
+	for i := range batch {
+		if err := batch[i].Validate(); err != nil {
+			return fmt.Errorf("%w: mutation %d: %w", ErrInvalid, i, err)
+		}
+	}
+	return nil
+}
+
+// ValidateRange checks an iterator's bounds.
+func ValidateRange(lo, hi []byte) error {
+	if lo != nil && hi != nil && string(lo) > string(hi) {
+		return fmt.Errorf("%w: range lo %q > hi %q", ErrInvalid, lo, hi)
+	}
+	return nil
+}
+
+// ReadView returns what Get must return for a stored row at now: expired cells turn into
+// tombstones with the same timestamp. They read as absent (row.Row.Visible skips them), yet a
+// replica that compares rows still sees them and does not "repair" an older live value back
+// from another replica. The result shares memory with r except for the Cells array.
+func ReadView(r row.Row, now int64) row.Row {
+	expired := false
+	for i := range r.Cells {
+		if e := r.Cells[i].ExpiresAt; e != 0 && now >= e {
+			expired = true
+			break
+		}
+	}
+	if !expired {
+		return r
+	}
+	cells := make([]row.Cell, len(r.Cells))
+	for i, c := range r.Cells {
+		if c.ExpiresAt != 0 && now >= c.ExpiresAt {
+			c = row.Cell{Name: c.Name, Timestamp: c.Timestamp, Tombstone: true}
+		}
+		cells[i] = c
+	}
+	r.Cells = cells
+	return r
+}
