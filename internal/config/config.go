@@ -1,0 +1,199 @@
+// Package config holds a kura node's settings: their defaults, their command-line flags,
+// the YAML file that may set them, and their validation. One table (BindFlags) names every
+// option once; the YAML key of an option is its flag name with dashes turned into
+// underscores, and docs/configuration.md is generated from the same table, so the three
+// cannot drift apart.
+//
+// Precedence: built-in defaults, then the YAML file (--config), then flags given on the
+// command line.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// ErrInvalid is wrapped by every validation and parse error.
+var ErrInvalid = errors.New("config: invalid")
+
+// Config is everything a single node needs. Field comments give the effect; defaults live
+// in Default and are shown by `kura server --help` and docs/configuration.md.
+type Config struct {
+	Engine          string        `yaml:"engine"`
+	DataDir         string        `yaml:"data_dir"`
+	Listen          string        `yaml:"listen"`
+	AdminListen     string        `yaml:"admin_listen"`
+	Password        string        `yaml:"password"`
+	Durability      string        `yaml:"durability"`
+	SyncInterval    time.Duration `yaml:"sync_interval"`
+	TombstoneGrace  time.Duration `yaml:"tombstone_grace"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+
+	LSMCacheSizeBytes    int64 `yaml:"lsm_cache_size_bytes"`
+	LSMMemTableSizeBytes int64 `yaml:"lsm_memtable_size_bytes"`
+
+	MemorySnapshot         bool          `yaml:"memory_snapshot"`
+	MemorySnapshotInterval time.Duration `yaml:"memory_snapshot_interval"`
+
+	MaxKeyBytes     int           `yaml:"max_key_bytes"`
+	MaxValueBytes   int           `yaml:"max_value_bytes"`
+	MaxRequestBytes int           `yaml:"max_request_bytes"`
+	MaxArgs         int           `yaml:"max_args"`
+	MaxConnections  int           `yaml:"max_connections"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+
+	LogLevel  string `yaml:"log_level"`
+	LogFormat string `yaml:"log_format"`
+}
+
+// Default returns the built-in defaults: a working single node on loopback.
+func Default() Config {
+	return Config{
+		Engine:               "lsm",
+		DataDir:              "kura-data",
+		Listen:               "127.0.0.1:6380",
+		AdminListen:          "127.0.0.1:9380",
+		Durability:           "sync",
+		SyncInterval:         time.Second,
+		TombstoneGrace:       10 * 24 * time.Hour,
+		ShutdownTimeout:      30 * time.Second,
+		LSMCacheSizeBytes:    64 << 20,
+		LSMMemTableSizeBytes: 32 << 20,
+		MaxKeyBytes:          64 << 10,
+		MaxValueBytes:        16 << 20,
+		MaxRequestBytes:      64 << 20,
+		MaxArgs:              1 << 20,
+		MaxConnections:       10000,
+		LogLevel:             "info",
+		LogFormat:            "text",
+	}
+}
+
+// BindFlags registers one flag per option on fs, writing into c. Flag defaults are c's
+// current values, so call it on a Default() config.
+func (c *Config) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Engine, "engine", c.Engine, "storage engine: lsm (write-optimized, pebble), btree (read-optimized, bbolt) or memory (in-memory)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory holding the node's data; created if missing, locked while the node runs")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the Redis-protocol (RESP2) listener")
+	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin HTTP listener (/metrics, /healthz); empty disables it")
+	fs.StringVar(&c.Password, "password", c.Password, "password clients must give with AUTH; empty means no authentication")
+	fs.StringVar(&c.Durability, "durability", c.Durability, "sync: a write is acknowledged once fsynced (concurrent writers share one fsync); periodic: fsync every --sync-interval, a machine crash may lose that interval's acknowledged writes")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync period in periodic durability")
+	fs.DurationVar(&c.TombstoneGrace, "tombstone-grace", c.TombstoneGrace, "how long deletes and expired cells are kept before a rewrite may drop them")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown waits for in-flight requests before closing connections")
+	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache size")
+	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
+	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
+	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
+	fs.IntVar(&c.MaxKeyBytes, "max-key-bytes", c.MaxKeyBytes, "largest key a client may send (at most 65536)")
+	fs.IntVar(&c.MaxValueBytes, "max-value-bytes", c.MaxValueBytes, "largest value (string or hash field) a client may send")
+	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", c.MaxRequestBytes, "largest command (all arguments together) a client may send")
+	fs.IntVar(&c.MaxArgs, "max-args", c.MaxArgs, "most arguments one command may carry")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "most client connections served at once; more are refused with an error")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection idle this long; 0 never does")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+}
+
+// Load builds the effective config: defaults, then the YAML file at path (if not empty),
+// then the flags of fs that were set on the command line. fs must have been bound to c with
+// BindFlags and parsed.
+func (c *Config) Load(path string, fs *pflag.FlagSet) error {
+	if path == "" {
+		return c.Validate()
+	}
+	// Remember what the command line said, reset to defaults, read the file, then say it
+	// again: the flags write through pointers into c, so Set lands in the loaded config.
+	type setFlag struct{ name, value string }
+	var set []setFlag
+	fs.Visit(func(f *pflag.Flag) { set = append(set, setFlag{f.Name, f.Value.String()}) })
+	fromFile, err := ReadFile(path)
+	if err != nil {
+		return err
+	}
+	*c = fromFile
+	for _, f := range set {
+		if err := fs.Set(f.name, f.value); err != nil {
+			return fmt.Errorf("%w: flag --%s: %w", ErrInvalid, f.name, err)
+		}
+	}
+	return c.Validate()
+}
+
+// ReadFile returns Default() overlaid with the YAML file at path. Unknown keys are errors,
+// so a typo never silently leaves a default in place.
+func ReadFile(path string) (Config, error) {
+	c := Default()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// An empty file decodes to io.EOF and is a valid config: all defaults.
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
+	}
+	return c, nil
+}
+
+// Validate checks every option and returns the first problem found.
+func (c *Config) Validate() error {
+	switch c.Engine {
+	case "lsm", "btree", "memory":
+	default:
+		return fmt.Errorf("%w: engine %q (want lsm, btree or memory)", ErrInvalid, c.Engine)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: data_dir is empty", ErrInvalid)
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("%w: listen %q: %w", ErrInvalid, c.Listen, err)
+	}
+	if c.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+			return fmt.Errorf("%w: admin_listen %q: %w", ErrInvalid, c.AdminListen, err)
+		}
+	}
+	if c.Durability != "sync" && c.Durability != "periodic" {
+		return fmt.Errorf("%w: durability %q (want sync or periodic)", ErrInvalid, c.Durability)
+	}
+	positive := []struct {
+		name string
+		v    int64
+	}{
+		{"sync_interval", int64(c.SyncInterval)}, {"tombstone_grace", int64(c.TombstoneGrace)},
+		{"shutdown_timeout", int64(c.ShutdownTimeout)}, {"lsm_cache_size_bytes", c.LSMCacheSizeBytes},
+		{"lsm_memtable_size_bytes", c.LSMMemTableSizeBytes}, {"max_key_bytes", int64(c.MaxKeyBytes)},
+		{"max_value_bytes", int64(c.MaxValueBytes)}, {"max_request_bytes", int64(c.MaxRequestBytes)},
+		{"max_args", int64(c.MaxArgs)}, {"max_connections", int64(c.MaxConnections)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return fmt.Errorf("%w: %s must be positive, got %d", ErrInvalid, p.name, p.v)
+		}
+	}
+	if c.MaxKeyBytes > 64<<10 {
+		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
+	}
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 {
+		return fmt.Errorf("%w: negative duration", ErrInvalid)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("%w: log_level %q", ErrInvalid, c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("%w: log_format %q (want text or json)", ErrInvalid, c.LogFormat)
+	}
+	return nil
+}

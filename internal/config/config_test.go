@@ -1,0 +1,133 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func parse(t *testing.T, file string, args ...string) (Config, error) {
+	t.Helper()
+	c := Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	path := ""
+	if file != "" {
+		path = filepath.Join(t.TempDir(), "kura.yaml")
+		if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := c.Load(path, fs)
+	return c, err
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	c, err := parse(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:6380" || c.Engine != "lsm" || c.Durability != "sync" {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestFlagsOverrideFileOverridesDefaults(t *testing.T) {
+	c, err := parse(t, "engine: btree\nlisten: 127.0.0.1:7000\nsync_interval: 250ms\n", "--listen", "127.0.0.1:7001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine != "btree" {
+		t.Errorf("file did not set engine: %q", c.Engine)
+	}
+	if c.Listen != "127.0.0.1:7001" {
+		t.Errorf("flag did not override file: %q", c.Listen)
+	}
+	if c.SyncInterval.Milliseconds() != 250 {
+		t.Errorf("duration from file: %v", c.SyncInterval)
+	}
+	if c.DataDir != Default().DataDir {
+		t.Errorf("default lost: %q", c.DataDir)
+	}
+}
+
+func TestUnknownKeyInFileIsAnError(t *testing.T) {
+	if _, err := parse(t, "engin: lsm\n"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("got %v, want ErrInvalid", err)
+	}
+}
+
+func TestEmptyFileMeansDefaults(t *testing.T) {
+	if _, err := parse(t, "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateRejectsBadValues(t *testing.T) {
+	bad := [][]string{
+		{"--engine", "rocks"}, {"--durability", "never"}, {"--listen", "nohostport"},
+		{"--max-key-bytes", "70000"}, {"--max-connections", "0"}, {"--log-format", "xml"},
+		{"--sync-interval", "0s"},
+	}
+	for _, args := range bad {
+		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%v: got %v, want ErrInvalid", args, err)
+		}
+	}
+}
+
+// TestEveryFieldHasAFlag keeps the option table complete: each Config field is reachable
+// from a flag whose name maps to the field's YAML key.
+func TestEveryFieldHasAFlag(t *testing.T) {
+	c := Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	c.BindFlags(fs)
+	keys := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { keys[YAMLKey(f.Name)] = true })
+	typ := reflect.TypeOf(c)
+	for i := 0; i < typ.NumField(); i++ {
+		tag := typ.Field(i).Tag.Get("yaml")
+		if !keys[tag] {
+			t.Errorf("field %s (yaml %q) has no flag", typ.Field(i).Name, tag)
+		}
+		delete(keys, tag)
+	}
+	for k := range keys {
+		t.Errorf("flag for %q has no Config field", k)
+	}
+}
+
+func TestConfigurationDocIsCurrent(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "configuration.md")
+	want := Markdown()
+	if os.Getenv("KURA_REWRITE") != "" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("docs/configuration.md is stale; run KURA_REWRITE=1 go test ./internal/config\n%s", firstDiff(string(got), want))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			return "doc:  " + al[i] + "\ncode: " + bl[i]
+		}
+	}
+	return "lengths differ"
+}
