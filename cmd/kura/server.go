@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/node"
+)
+
+func newServerCmd() *cobra.Command {
+	cfg := config.Default()
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a kura node",
+		Long: `Run a kura node: one storage engine behind a Redis-protocol listener, with
+Prometheus metrics and /healthz on the admin listener. Options come from the
+defaults, then --config FILE (YAML), then flags; see docs/configuration.md.
+SIGTERM or SIGINT shut the node down gracefully: it stops accepting clients,
+finishes requests in flight, flushes and closes the engine.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.Load(configPath, cmd.Flags()); err != nil {
+				return err
+			}
+			return runServer(cfg)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "YAML config file (keys as in docs/configuration.md)")
+	cfg.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func runServer(cfg config.Config) error {
+	log := newLogger(cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	n, err := node.Start(cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("kura node ready", "engine", cfg.Engine, "listen", n.Addr(), "admin", n.AdminAddr(),
+		"data_dir", cfg.DataDir, "durability", cfg.Durability)
+	<-ctx.Done()
+	stop() // a second signal now kills the process the default way
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := n.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func newLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
