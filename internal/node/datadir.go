@@ -1,0 +1,141 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kuradb/kura/internal/engine"
+)
+
+// Errors a node returns at start when its data directory cannot be used.
+var (
+	// ErrDataDir means the data directory cannot be created, read or written.
+	ErrDataDir = errors.New("node: data directory unusable")
+	// ErrEngineMismatch means the data directory holds another engine's data.
+	ErrEngineMismatch = errors.New("node: data directory holds another engine's data")
+)
+
+// metaFile records what a data directory holds so that a node never opens one engine's
+// files with another engine, and later issues can add the node's identity beside it.
+const metaFile = "NODE.json"
+
+type dirMeta struct {
+	Format  int       `json:"format"`
+	Engine  string    `json:"engine"`
+	Created time.Time `json:"created"`
+}
+
+// dataDir is a locked data directory. Layout:
+//
+//	<dir>/LOCK        held (flock) while a node runs; a second node gets ErrLocked
+//	<dir>/NODE.json   format version and engine name
+//	<dir>/<engine>/   the engine's own files
+type dataDir struct {
+	path string
+	lock *engine.DirLock
+}
+
+// openDataDir creates (if needed), locks and checks dir for a node running engineName.
+func openDataDir(dir, engineName string, now time.Time) (*dataDir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrDataDir, dir, err)
+	}
+	if err := probeWritable(dir); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrDataDir, dir, err)
+	}
+	lock, err := engine.LockDir(dir, "LOCK")
+	if err != nil {
+		return nil, err
+	}
+	d := &dataDir{path: dir, lock: lock}
+	if err := d.checkMeta(engineName, now); err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *dataDir) checkMeta(engineName string, now time.Time) error {
+	path := filepath.Join(d.path, metaFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return writeFileAtomic(path, mustJSON(dirMeta{Format: 1, Engine: engineName, Created: now.UTC()}))
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrDataDir, err)
+	}
+	var m dirMeta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%w: %s is damaged: %w", ErrDataDir, path, err)
+	}
+	if m.Format != 1 {
+		return fmt.Errorf("%w: %s has format %d; this kura reads format 1", ErrDataDir, path, m.Format)
+	}
+	if m.Engine != engineName {
+		return fmt.Errorf("%w: %s holds %s data, not %s; start with --engine %s or use another --data-dir",
+			ErrEngineMismatch, d.path, m.Engine, engineName, m.Engine)
+	}
+	return nil
+}
+
+// engineDir is where the engine keeps its files.
+func (d *dataDir) engineDir(name string) string { return filepath.Join(d.path, name) }
+
+func (d *dataDir) close() error { return d.lock.Unlock() }
+
+// probeWritable fails early, with the OS's reason, when dir cannot take a new file, rather
+// than letting an engine fail later with a less clear message.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrDataDir, err)
+	}
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: write %s: %w", ErrDataDir, path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // only called with plain structs
+	}
+	return append(b, '\n')
+}

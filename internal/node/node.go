@@ -1,0 +1,182 @@
+// Package node is the driver of a single kura node: it opens the data directory and the
+// engine, serves the Redis protocol and the admin HTTP endpoints, and owns every goroutine
+// and socket that takes. The decisions (row merging, command semantics, engine internals)
+// live in the packages it wires; this one only starts, connects and stops them.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/hlc"
+	"github.com/kuradb/kura/internal/resp"
+)
+
+// Version is reported by INFO; the kura binary sets it.
+var Version = "dev"
+
+// Node is a running single node. Start it with Start and stop it with Shutdown.
+type Node struct {
+	cfg      config.Config
+	log      *slog.Logger
+	dir      *dataDir
+	eng      engine.Engine
+	resp     *resp.Server
+	respLn   net.Listener
+	respDone chan error
+	admin    *adminServer
+	draining atomic.Bool
+	started  time.Time
+}
+
+// Start opens cfg's data directory and engine and starts serving. On error nothing is left
+// running and the data directory is unlocked.
+func Start(cfg config.Config, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1)}
+	if err := n.start(); err != nil {
+		n.closeAll(context.Background())
+		return nil, err
+	}
+	return n, nil
+}
+
+// start does Start's work; on error, Start undoes whatever it got running.
+func (n *Node) start() (err error) {
+	cfg, log := n.cfg, n.log
+	if n.dir, err = openDataDir(cfg.DataDir, cfg.Engine, n.started); err != nil {
+		return err
+	}
+	clock := hlc.New(nil)
+	if n.eng, err = catalog.Open(cfg.Engine, n.dir.engineDir(cfg.Engine), engineOptions(cfg)); err != nil {
+		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)
+	}
+	reg := newRegistry(n.eng)
+	if n.resp, err = resp.New(n.respConfig(clock, reg)); err != nil {
+		return err
+	}
+	if n.respLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)
+	}
+	if cfg.AdminListen != "" {
+		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, log); err != nil {
+			return fmt.Errorf("node: listen for admin on %s: %w", cfg.AdminListen, err)
+		}
+	}
+	ln := n.respLn
+	go func() { n.respDone <- n.resp.Serve(ln) }()
+	return nil
+}
+
+func engineOptions(cfg config.Config) catalog.Options {
+	durability, _ := engine.ParseDurability(cfg.Durability) // validated by config
+	return catalog.Options{
+		Options: engine.Options{
+			GracePeriod:  cfg.TombstoneGrace,
+			Durability:   durability,
+			SyncInterval: cfg.SyncInterval,
+		},
+		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
+		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
+		MemorySnapshot:         cfg.MemorySnapshot,
+		MemorySnapshotInterval: cfg.MemorySnapshotInterval,
+	}
+}
+
+func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer) resp.Config {
+	return resp.Config{
+		Store:    n.eng,
+		Clock:    clock,
+		Password: n.cfg.Password,
+		KeysEstimate: func() (int64, bool) {
+			s := n.eng.Stats()
+			return s.RowsEstimate, s.Exact
+		},
+		Info:            n.infoSections,
+		Version:         Version,
+		MaxKeyBytes:     n.cfg.MaxKeyBytes,
+		MaxValueBytes:   n.cfg.MaxValueBytes,
+		MaxRequestBytes: n.cfg.MaxRequestBytes,
+		MaxArgs:         n.cfg.MaxArgs,
+		MaxConnections:  n.cfg.MaxConnections,
+		IdleTimeout:     n.cfg.IdleTimeout,
+		Registerer:      reg,
+	}
+}
+
+// infoSections is the node's part of INFO: the engine and its durability.
+func (n *Node) infoSections() []resp.InfoSection {
+	s := n.eng.Stats()
+	f := func(k string, v any) resp.InfoField { return resp.InfoField{Key: k, Value: fmt.Sprint(v)} }
+	return []resp.InfoSection{{Name: "Engine", Fields: []resp.InfoField{
+		f("engine", n.eng.Name()),
+		f("engine_role", n.eng.Role()),
+		f("durability", n.cfg.Durability),
+		f("sync_interval_ms", n.cfg.SyncInterval.Milliseconds()),
+		f("data_dir", n.cfg.DataDir),
+		f("disk_bytes", s.DiskBytes),
+		f("memory_bytes", s.MemoryBytes),
+		f("rows_estimate", s.RowsEstimate),
+		f("rows_estimate_exact", s.Exact),
+	}}}
+}
+
+// Addr is the address clients connect to.
+func (n *Node) Addr() string { return n.respLn.Addr().String() }
+
+// AdminAddr is the admin HTTP address, or "" when disabled.
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.addr()
+}
+
+// Shutdown stops the node gracefully: /healthz turns 503, the client listener closes,
+// requests in flight finish, the engine flushes what its durability mode promises and
+// closes, and the data directory is unlocked. ctx bounds the wait for the admin server.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.draining.Store(true)
+	return n.closeAll(ctx)
+}
+
+// closeAll stops whatever Start got running, in reverse order; it is used for both a
+// failed start and a shutdown.
+func (n *Node) closeAll(ctx context.Context) error {
+	var errs []error
+	if n.resp != nil {
+		errs = append(errs, n.resp.Close())
+		if n.respLn != nil {
+			if err := <-n.respDone; err != nil && !errors.Is(err, resp.ErrServerClosed) {
+				errs = append(errs, err)
+			}
+		}
+	} else if n.respLn != nil {
+		n.respLn.Close()
+	}
+	if n.eng != nil {
+		if err := n.eng.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {
+			errs = append(errs, fmt.Errorf("node: flush engine: %w", err))
+		}
+		errs = append(errs, n.eng.Close())
+	}
+	if n.admin != nil {
+		errs = append(errs, n.admin.close(ctx))
+	}
+	if n.dir != nil {
+		errs = append(errs, n.dir.close())
+	}
+	return errors.Join(errs...)
+}
