@@ -1,0 +1,278 @@
+package resp
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/match"
+)
+
+// PING [message]
+func cmdPing(_ *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+	switch len(args) {
+	case 1:
+		return appendStatus(dst, "PONG")
+	case 2:
+		return appendBulk(dst, args[1])
+	}
+	return appendArityErr(dst, "ping")
+}
+
+// ECHO message
+func cmdEcho(_ *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+	return appendBulk(dst, args[1])
+}
+
+// QUIT replies OK; the driver closes the connection after sending it.
+func cmdQuit(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte {
+	s.quit = true
+	return appendOK(dst)
+}
+
+// SELECT index: kura has only database 0.
+func cmdSelect(_ *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		return appendNotInt(dst)
+	case n != 0:
+		return appendErr(dst, errDBRange)
+	}
+	return appendOK(dst)
+}
+
+// DBSIZE replies with the store's row estimate.
+func cmdDBSize(h *Handler, dst []byte, _ [][]byte, _ *Session) []byte {
+	n, _ := h.keys()
+	return appendInt(dst, n)
+}
+
+func (h *Handler) keys() (int64, bool) {
+	if h.cfg.KeysEstimate == nil {
+		return 0, true
+	}
+	return h.cfg.KeysEstimate()
+}
+
+// AUTH [username] password, for the default user only.
+func cmdAuth(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	var user, pass []byte
+	switch len(args) {
+	case 2:
+		pass = args[1]
+	case 3:
+		user, pass = args[1], args[2]
+	default:
+		return appendSyntaxErr(dst)
+	}
+	if user == nil && h.cfg.Password == "" {
+		return appendErr(dst, errNoPassword)
+	}
+	if !h.authenticate(user, pass) {
+		return appendErr(dst, errWrongPass)
+	}
+	s.authed = true
+	return appendOK(dst)
+}
+
+// authenticate checks credentials for the default user, the only one kura has; without a
+// configured password the default user takes any password, as Redis's "nopass" does.
+func (h *Handler) authenticate(user, pass []byte) bool {
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	if h.cfg.Password == "" {
+		return true
+	}
+	return subtle.ConstantTimeCompare(pass, []byte(h.cfg.Password)) == 1
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]. kura speaks RESP2 only,
+// so HELLO 3 gets -NOPROTO and clients such as go-redis fall back to RESP2.
+func cmdHello(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	if len(args) >= 2 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			return appendErr(dst, "ERR Protocol version is not an integer or out of range")
+		}
+		if v != 2 {
+			return appendErr(dst, errNoProto)
+		}
+	}
+	user, pass, name, dst, ok := parseHelloOptions(dst, args)
+	if !ok {
+		return dst
+	}
+	if user != nil {
+		if !h.authenticate(user, pass) {
+			return appendErr(dst, errWrongPass)
+		}
+		s.authed = true
+	}
+	if !s.authed {
+		return appendErr(dst, errHelloNoAuth)
+	}
+	if name != nil {
+		s.name = string(name)
+	}
+	dst = appendArray(dst, 14)
+	dst = appendBulkString(appendBulkString(dst, "server"), "kura")
+	dst = appendBulkString(appendBulkString(dst, "version"), h.cfg.Version)
+	dst = appendInt(appendBulkString(dst, "proto"), 2)
+	dst = appendInt(appendBulkString(dst, "id"), s.id)
+	dst = appendBulkString(appendBulkString(dst, "mode"), "standalone")
+	dst = appendBulkString(appendBulkString(dst, "role"), "master")
+	return appendArray(appendBulkString(dst, "modules"), 0)
+}
+
+// parseHelloOptions parses HELLO's AUTH and SETNAME options (after the protocol version).
+func parseHelloOptions(dst []byte, args [][]byte) (user, pass, name, _ []byte, ok bool) {
+	for j := 2; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case equalFold(args[j], "auth") && more >= 2:
+			user, pass = args[j+1], args[j+2]
+			j += 2
+		case equalFold(args[j], "setname") && more >= 1:
+			name = args[j+1]
+			if !validClientAttr(name) {
+				return nil, nil, nil, appendErr(dst, errClientName), false
+			}
+			j++
+		default:
+			return nil, nil, nil, appendErrf(dst, "ERR Syntax error in HELLO option '%s'", sanitize(args[j])), false
+		}
+	}
+	return user, pass, name, dst, true
+}
+
+const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientAttr accepts what Redis accepts in client names and library attributes:
+// printable ASCII without spaces.
+func validClientAttr(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+var clientSubs = []subcommand{
+	{"id", 2, func(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte { return appendInt(dst, s.id) }},
+	{"setname", 3, clientSetName},
+	{"getname", 2, clientGetName},
+	{"setinfo", 4, clientSetInfo},
+	{"info", 2, clientInfo},
+	{"help", 2, func(_ *Handler, dst []byte, _ [][]byte, _ *Session) []byte {
+		return appendHelp(dst,
+			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"ID", "    Return the ID of the current connection.",
+			"GETNAME", "    Return the name of the current connection.",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+			"INFO", "    Return information about the current client connection.",
+			"HELP", "    Print this help.")
+	}},
+}
+
+// CLIENT subcommand ...
+func cmdClient(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	return dispatchSub(h, dst, args, s, "client", clientSubs)
+}
+
+func clientSetName(_ *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	if !validClientAttr(args[2]) {
+		return appendErr(dst, errClientName)
+	}
+	s.name = string(args[2])
+	return appendOK(dst)
+}
+
+func clientGetName(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte {
+	if s.name == "" {
+		return appendNull(dst)
+	}
+	return appendBulkString(dst, s.name)
+}
+
+// CLIENT SETINFO LIB-NAME|LIB-VER value, which go-redis sends on every new connection.
+func clientSetInfo(_ *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	attr, val := args[2], args[3]
+	var dest *string
+	switch {
+	case equalFold(attr, "lib-name"):
+		dest = &s.libName
+	case equalFold(attr, "lib-ver"):
+		dest = &s.libVer
+	default:
+		return appendErrf(dst, "ERR Unrecognized option '%s'", sanitize(attr))
+	}
+	if !validClientAttr(val) {
+		return appendErrf(dst, "ERR %s cannot contain spaces, newlines or special characters.", sanitize(attr))
+	}
+	*dest = string(val)
+	return appendOK(dst)
+}
+
+// CLIENT INFO describes the connection in Redis's CLIENT LIST format (a subset).
+func clientInfo(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte {
+	var b strings.Builder
+	b.WriteString("id=" + strconv.FormatInt(s.id, 10))
+	b.WriteString(" addr=" + s.addr + " name=" + s.name + " db=0")
+	b.WriteString(" lib-name=" + s.libName + " lib-ver=" + s.libVer + "\n")
+	return appendBulkString(dst, b.String())
+}
+
+// CONFIG GET parameter [parameter ...] answers the few parameters tools read at startup
+// (redis-benchmark asks for save and appendonly); CONFIG SET is refused because kura is
+// configured through its own config file.
+func cmdConfig(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	return dispatchSub(h, dst, args, s, "config", configSubs)
+}
+
+var configSubs = []subcommand{
+	{"get", -3, configGet},
+	{"set", -4, func(_ *Handler, dst []byte, _ [][]byte, _ *Session) []byte {
+		return appendErr(dst, "ERR CONFIG SET is not supported: kura is configured by its own config file")
+	}},
+	{"help", 2, func(_ *Handler, dst []byte, _ [][]byte, _ *Session) []byte {
+		return appendHelp(dst,
+			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+			"HELP", "    Print this help.")
+	}},
+}
+
+func configGet(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+	params := h.configParams()
+	var out []string
+	for _, p := range params {
+		for _, pat := range args[2:] {
+			if match.Match(p[0], strings.ToLower(string(pat))) {
+				out = append(out, p[0], p[1])
+				break
+			}
+		}
+	}
+	dst = appendArray(dst, len(out))
+	for _, v := range out {
+		dst = appendBulkString(dst, v)
+	}
+	return dst
+}
+
+// configParams are the parameters CONFIG GET reports, name and value.
+func (h *Handler) configParams() [][2]string {
+	itoa := strconv.Itoa
+	return [][2]string{
+		{"appendonly", "no"},
+		{"databases", "1"},
+		{"maxclients", itoa(h.cfg.MaxConnections)},
+		{"proto-max-bulk-len", itoa(h.cfg.MaxValueBytes)},
+		{"save", ""},
+		{"timeout", strconv.FormatInt(int64(h.cfg.IdleTimeout.Seconds()), 10)},
+	}
+}

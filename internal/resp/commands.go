@@ -1,0 +1,124 @@
+package resp
+
+// cmdFunc executes a command whose arity and authentication were checked, appending its
+// reply to dst.
+type cmdFunc func(h *Handler, dst []byte, args [][]byte, s *Session) []byte
+
+// command describes one command: how to run it and what COMMAND and COMMAND DOCS say
+// about it (Redis 7's fields, so that redis-cli and client libraries understand them).
+type command struct {
+	name  string // lowercase
+	arity int    // Redis convention: n exactly, or -n for at least n, name included
+	flags cmdFlags
+	// firstKey, lastKey and step locate the key arguments (0 for none, lastKey -1 for
+	// "to the end").
+	firstKey, lastKey, step int
+
+	group, since, complexity, summary string
+
+	fn cmdFunc
+	id int // index in the table, for per-command metrics
+}
+
+type cmdFlags uint16
+
+const (
+	flagWrite cmdFlags = 1 << iota
+	flagReadonly
+	flagDenyOOM
+	flagFast
+	flagNoAuth
+	flagLoading
+	flagStale
+	flagNoScript
+)
+
+var flagNames = [...]string{"write", "readonly", "denyoom", "fast", "no_auth", "loading", "stale", "noscript"}
+
+// names lists the set flags by their COMMAND names.
+func (f cmdFlags) names() []string {
+	var out []string
+	for i, n := range flagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// commandTable returns every supported command. It is a function rather than a package
+// variable because COMMAND's implementation reads the table (an initialization cycle).
+func commandTable() []*command {
+	const (
+		rf  = flagReadonly | flagFast
+		wf  = flagWrite | flagFast
+		wd  = flagWrite | flagDenyOOM
+		wdf = wd | flagFast
+		ls  = flagLoading | flagStale
+		cn  = "connection"
+		gen = "generic"
+	)
+	return []*command{
+		{"get", 2, rf, 1, 1, 1, "string", "1.0.0", "O(1)", "Returns the string value of a key.", cmdGet, 0},
+		{"set", -3, wd, 1, 1, 1, "string", "1.0.0", "O(1)", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", cmdSet, 0},
+		{"mget", -2, rf, 1, -1, 1, "string", "1.0.0", "O(N) where N is the number of keys to retrieve.", "Atomically returns the string values of one or more keys.", cmdMGet, 0},
+		{"mset", -3, wd, 1, -1, 2, "string", "1.0.1", "O(N) where N is the number of keys to set.", "Atomically creates or modifies the string values of one or more keys.", cmdMSet, 0},
+		{"del", -2, flagWrite, 1, -1, 1, gen, "1.0.0", "O(N) where N is the number of keys that will be removed.", "Deletes one or more keys.", cmdDel, 0},
+		{"exists", -2, rf, 1, -1, 1, gen, "1.0.0", "O(N) where N is the number of keys to check.", "Determines whether one or more keys exist.", cmdExists, 0},
+		{"expire", -3, wf, 1, 1, 1, gen, "1.0.0", "O(N) where N is the number of fields of the key.", "Sets the expiration time of a key in seconds.", cmdExpire, 0},
+		{"pexpire", -3, wf, 1, 1, 1, gen, "2.6.0", "O(N) where N is the number of fields of the key.", "Sets the expiration time of a key in milliseconds.", cmdPExpire, 0},
+		{"ttl", 2, rf, 1, 1, 1, gen, "1.0.0", "O(1)", "Returns the expiration time in seconds of a key.", cmdTTL, 0},
+		{"pttl", 2, rf, 1, 1, 1, gen, "2.6.0", "O(1)", "Returns the expiration time in milliseconds of a key.", cmdPTTL, 0},
+		{"persist", 2, wf, 1, 1, 1, gen, "2.2.0", "O(N) where N is the number of fields of the key.", "Removes the expiration time of a key.", cmdPersist, 0},
+		{"hset", -4, wdf, 1, 1, 1, "hash", "2.0.0", "O(N) where N is the number of field/value pairs being set.", "Creates or modifies the value of a field in a hash.", cmdHSet, 0},
+		{"hmset", -4, wdf, 1, 1, 1, "hash", "2.0.0", "O(N) where N is the number of fields being set.", "Sets the values of multiple fields.", cmdHMSet, 0},
+		{"hget", 3, rf, 1, 1, 1, "hash", "2.0.0", "O(1)", "Returns the value of a field in a hash.", cmdHGet, 0},
+		{"hmget", -3, rf, 1, 1, 1, "hash", "2.0.0", "O(N) where N is the number of fields being requested.", "Returns the values of all fields in a hash.", cmdHMGet, 0},
+		{"hgetall", 2, flagReadonly, 1, 1, 1, "hash", "2.0.0", "O(N) where N is the size of the hash.", "Returns all fields and values in a hash, sorted by field.", cmdHGetAll, 0},
+		{"hdel", -3, wf, 1, 1, 1, "hash", "2.0.0", "O(N) where N is the number of fields to be removed.", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", cmdHDel, 0},
+		{"hlen", 2, rf, 1, 1, 1, "hash", "2.0.0", "O(N) where N is the size of the hash.", "Returns the number of fields in a hash.", cmdHLen, 0},
+		{"hexists", 3, rf, 1, 1, 1, "hash", "2.0.0", "O(1)", "Determines whether a field exists in a hash.", cmdHExists, 0},
+		{"dbsize", 1, rf, 0, 0, 0, "server", "1.0.0", "O(1)", "Returns the (estimated) number of keys in the database.", cmdDBSize, 0},
+		{"ping", -1, flagFast, 0, 0, 0, cn, "1.0.0", "O(1)", "Returns the server's liveliness response.", cmdPing, 0},
+		{"echo", 2, flagFast, 0, 0, 0, cn, "1.0.0", "O(1)", "Returns the given string.", cmdEcho, 0},
+		{"quit", -1, flagFast | flagNoAuth | ls | flagNoScript, 0, 0, 0, cn, "1.0.0", "O(1)", "Closes the connection.", cmdQuit, 0},
+		{"select", 2, flagFast | ls, 0, 0, 0, cn, "1.0.0", "O(1)", "Changes the selected database (only 0 exists).", cmdSelect, 0},
+		{"auth", -2, flagFast | flagNoAuth | ls | flagNoScript, 0, 0, 0, cn, "1.0.0", "O(N) where N is the number of passwords defined for the user", "Authenticates the connection.", cmdAuth, 0},
+		{"hello", -1, flagFast | flagNoAuth | ls | flagNoScript, 0, 0, 0, cn, "6.0.0", "O(1)", "Handshakes with the server (RESP2 only).", cmdHello, 0},
+		{"client", -2, 0, 0, 0, 0, cn, "2.4.0", "Depends on subcommand.", "A container for client connection commands.", cmdClient, 0},
+		{"command", -1, ls, 0, 0, 0, "server", "2.8.13", "O(N) where N is the total number of commands", "Returns detailed information about all commands.", cmdCommand, 0},
+		{"config", -2, 0, 0, 0, 0, "server", "2.0.0", "Depends on subcommand.", "A container for server configuration commands.", cmdConfig, 0},
+		{"info", -1, ls, 0, 0, 0, "server", "1.0.0", "O(1)", "Returns information and statistics about the server.", cmdInfo, 0},
+	}
+}
+
+// subcommand is a container command's subcommand (CLIENT SETNAME...).
+type subcommand struct {
+	name  string // lowercase
+	arity int    // counted from the container's name, as Redis does
+	fn    cmdFunc
+}
+
+// dispatchSub runs the subcommand of a container command with Redis's errors for unknown
+// subcommands and wrong arities ("client|setname").
+func dispatchSub(h *Handler, dst []byte, args [][]byte, s *Session, container string, subs []subcommand) []byte {
+	for _, sc := range subs {
+		if !equalFold(args[1], sc.name) {
+			continue
+		}
+		if !arityOK(sc.arity, len(args)) {
+			return appendArityErr(dst, container+"|"+sc.name)
+		}
+		return sc.fn(h, dst, args, s)
+	}
+	return appendUnknownSubcommand(dst, container, args[1])
+}
+
+// appendHelp replies with a container's HELP text, one status line per element.
+func appendHelp(dst []byte, lines ...string) []byte {
+	dst = appendArray(dst, len(lines))
+	for _, l := range lines {
+		dst = appendStatus(dst, l)
+	}
+	return dst
+}

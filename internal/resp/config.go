@@ -1,0 +1,172 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/hlc"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Store is what the front end needs from the node: today a local engine, later the cluster
+// coordinator. Both methods are called concurrently from many connections.
+type Store interface {
+	// Apply merges the batch atomically (see engine.Engine.Apply). The batch and the byte
+	// slices it references belong to the caller and are reused once Apply returns, so a
+	// Store must copy whatever it keeps. A nil error means the write is as durable as the
+	// store promises.
+	Apply(batch []row.Mutation) error
+	// Get returns the merged row stored under key, tombstones and expired cells included;
+	// the handler filters what is visible. The returned row belongs to the caller. key is
+	// never empty and never longer than row.MaxKeySize.
+	Get(key []byte) (r row.Row, found bool, err error)
+}
+
+// InfoSection is one "# Name" block of INFO output; Config.Info supplies the node's own
+// (the engine's, later the cluster's).
+type InfoSection struct {
+	// Name is the section title as printed ("Engine"); INFO matches it case-insensitively.
+	Name string
+	// Fields are printed as "key:value" lines in order.
+	Fields []InfoField
+}
+
+// InfoField is one "key:value" line of INFO output. Neither part may contain CR or LF.
+type InfoField struct{ Key, Value string }
+
+// Defaults of the Config limits.
+const (
+	// DefaultMaxKeyBytes is the largest key, and the largest hash field name: row.MaxKeySize.
+	DefaultMaxKeyBytes = row.MaxKeySize
+	// DefaultMaxValueBytes is the largest string value or hash field value (16 MiB): large
+	// enough for any cache entry, small enough that one value never dominates a memtable
+	// or a replica stream.
+	DefaultMaxValueBytes = 16 << 20
+	// DefaultMaxRequestBytes bounds one whole command frame (64 MiB): an MSET or HSET of a
+	// few maximal values, and a cap on what one connection can make the server buffer.
+	DefaultMaxRequestBytes = 64 << 20
+	// DefaultMaxArgs bounds the arguments of one command, as Redis's 1M multibulk limit.
+	DefaultMaxArgs = 1 << 20
+	// DefaultMaxConnections is Redis's maxclients default.
+	DefaultMaxConnections = 10000
+)
+
+// Config configures a Handler and a Server. Zero values take the documented defaults.
+type Config struct {
+	// Store executes reads and writes. Required.
+	Store Store
+	// Clock issues write timestamps (Now) and gives "now" for expiry (Physical). Defaults
+	// to a clock on the system time; a node passes its own so that every front end and
+	// the coordinator share one.
+	Clock *hlc.Clock
+	// Password, when not empty, makes every command but AUTH, HELLO and QUIT answer
+	// -NOAUTH until the connection authenticates as the default user.
+	Password string
+	// KeysEstimate returns the number of stored rows for DBSIZE and INFO keyspace, and
+	// whether it is exact. Nil reports 0.
+	KeysEstimate func() (n int64, exact bool)
+	// Info returns extra INFO sections (the engine's). Nil adds none. Called only by INFO.
+	Info func() []InfoSection
+	// Version is kura's version as shown by INFO and HELLO. Default "dev".
+	Version string
+	// ErrorPrefix maps a Store error to a RESP error prefix; returning "" falls back to the
+	// package's ErrorPrefix. Nil uses ErrorPrefix alone.
+	ErrorPrefix func(error) string
+
+	// MaxKeyBytes is the largest key and hash field name; larger ones get an error reply.
+	// Default and maximum DefaultMaxKeyBytes (field names are capped one byte lower, for
+	// their column prefix).
+	MaxKeyBytes int
+	// MaxValueBytes is the largest string or hash field value; larger ones get an error
+	// reply. Default DefaultMaxValueBytes, maximum row.MaxValueSize.
+	MaxValueBytes int
+	// MaxRequestBytes bounds one command frame as sent, headers included. A larger frame
+	// gets a protocol error and its connection is closed as soon as its size is announced.
+	// Default DefaultMaxRequestBytes.
+	MaxRequestBytes int
+	// MaxArgs bounds the arguments of one command, the command name included. A frame
+	// announcing more is treated like an oversized frame. Default DefaultMaxArgs.
+	MaxArgs int
+	// MaxConnections bounds concurrent client connections; extra ones get
+	// "-ERR max number of clients reached" and are closed. Default DefaultMaxConnections.
+	MaxConnections int
+	// IdleTimeout closes connections that send nothing for this long. Default 0: never,
+	// like Redis's timeout 0.
+	IdleTimeout time.Duration
+
+	// Registerer receives the server's metrics (see metrics.go). Nil means no metrics.
+	Registerer prometheus.Registerer
+}
+
+// ErrConfig is returned by New and NewHandler for an unusable Config.
+var ErrConfig = errors.New("resp: invalid config")
+
+// withDefaults returns c with zero fields defaulted, or an error for impossible values.
+func (c Config) withDefaults() (Config, error) {
+	if c.Store == nil {
+		return c, fmt.Errorf("%w: Store is required", ErrConfig)
+	}
+	if c.Clock == nil {
+		c.Clock = hlc.New(nil)
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	def := func(v *int, d, hi int, name string) error {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < 0 || *v > hi {
+			return fmt.Errorf("%w: %s %d out of range [1, %d]", ErrConfig, name, *v, hi)
+		}
+		return nil
+	}
+	const maxInt = int(^uint(0) >> 1)
+	return c, errors.Join(
+		def(&c.MaxKeyBytes, DefaultMaxKeyBytes, row.MaxKeySize, "MaxKeyBytes"),
+		def(&c.MaxValueBytes, DefaultMaxValueBytes, row.MaxValueSize, "MaxValueBytes"),
+		def(&c.MaxRequestBytes, DefaultMaxRequestBytes, maxInt, "MaxRequestBytes"),
+		def(&c.MaxArgs, DefaultMaxArgs, maxInt, "MaxArgs"),
+		def(&c.MaxConnections, DefaultMaxConnections, maxInt, "MaxConnections"),
+		nonNegative(c.IdleTimeout),
+	)
+}
+
+func nonNegative(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: negative IdleTimeout %v", ErrConfig, d)
+	}
+	return nil
+}
+
+// Reply prefixes for Store errors, beside Redis's own ERR, WRONGTYPE, NOAUTH...
+const (
+	// PrefixUnavailable: the request could not be served and nothing was written (the
+	// store is closed; later also too few live replicas).
+	PrefixUnavailable = "UNAVAILABLE"
+	// PrefixCorrupt: stored data failed a checksum or did not decode.
+	PrefixCorrupt = "CORRUPT"
+	// PrefixStore: any other store failure (an I/O error); a write may or may not have
+	// been applied.
+	PrefixStore = "STOREERR"
+)
+
+// ErrorPrefix returns the RESP error prefix for a Store error: ERR for invalid requests,
+// PrefixUnavailable, PrefixCorrupt, or PrefixStore for anything it does not recognise.
+func ErrorPrefix(err error) string {
+	switch {
+	case errors.Is(err, engine.ErrInvalid), errors.Is(err, row.ErrInvalid),
+		errors.Is(err, row.ErrKeyTooLarge), errors.Is(err, row.ErrEmptyKey),
+		errors.Is(err, row.ErrValueTooLarge):
+		return "ERR"
+	case errors.Is(err, engine.ErrClosed):
+		return PrefixUnavailable
+	case errors.Is(err, engine.ErrCorrupt), errors.Is(err, row.ErrCorrupt):
+		return PrefixCorrupt
+	}
+	return PrefixStore
+}

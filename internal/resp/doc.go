@@ -1,0 +1,90 @@
+// Package resp is kura's Redis-protocol front end: it speaks RESP2 to redis-cli,
+// redis-benchmark and Redis client libraries and maps Redis strings and hashes onto kura
+// rows.
+//
+// The package has two layers. Handler holds every command's semantics in plain synchronous
+// code: it takes an argument vector and a per-connection Session and appends the RESP2
+// reply to a byte slice, reading and writing through the small Store interface and taking
+// time from an injected *hlc.Clock. Tests drive it without sockets (testdata/*.txt are
+// transcripts). Server is the thin driver: it owns the listener, one goroutine per
+// connection, the limits that protect the process, graceful shutdown and metrics. It uses
+// redcon's RESP reader (which also understands inline, telnet-style commands) and redcon's
+// reply encoders, but not redcon.Server, whose Close neither waits for running handlers nor
+// lets them flush their replies, and which has no connection or request-size limits.
+//
+// # Data model
+//
+// A Redis key is a row key. A row's columns are namespaced by a one-byte prefix so that a
+// key's type is never ambiguous:
+//
+//	"\x00"        the value of a string key (StringColumn)
+//	"\x01" + F    field F of a hash key (HashFieldPrefix)
+//
+// A key's type is read from its visible (live, unexpired) cells: a visible string column
+// makes it a string, otherwise any visible hash column makes it a hash, otherwise the key
+// does not exist. Columns with other prefixes are ignored (reserved for future types).
+//
+// Writes are last-write-wins merges (see package row) with timestamps from clock.Now():
+//
+//   - SET writes blind (no read): a row tombstone at ts-1 plus the string cell at ts. The
+//     tombstone shadows everything older, whatever type the key held, and the new cell
+//     survives it. SET NX, XX, GET and KEEPTTL read first. MSET is one atomic batch.
+//   - HSET and HMSET read first (WRONGTYPE on a string; HSET's reply counts new fields),
+//     then write the field cells plus a tombstone of the string column at the same ts. The
+//     tombstone makes a race between SET and HSET converge on the later of the two instead
+//     of leaving a row with both types. New fields inherit the key's current expiry so that
+//     HSET keeps a key's TTL as Redis does.
+//   - HDEL writes column tombstones for the fields it saw; DEL a row tombstone for the keys
+//     it saw (both read first to count).
+//   - EXPIRE, PEXPIRE and PERSIST read the row and rewrite its visible cells with a new
+//     timestamp and the new expiry (none for PERSIST); a non-positive EXPIRE deletes the
+//     key, as in Redis. They cost a rewrite of the whole key.
+//   - A key's TTL is the remaining time of its earliest-expiring visible cell.
+//
+// Reads and expiry use clock.Physical() as "now"; write timestamps use clock.Now(), which
+// never repeats. Read-then-write commands are not atomic against concurrent writers of the
+// same key: on one node the window is microseconds, and the merge keeps replicas
+// convergent whatever interleaving happened.
+//
+// Redis allows the empty key; kura rows do not (row.ValidateKey), so reads of "" find
+// nothing and writes of "" are rejected with an error reply.
+//
+// # Differences from Redis
+//
+// Only db 0 exists. DBSIZE and INFO keyspace report the store's row estimate (which may
+// count deleted rows until they are purged) and INFO says whether it is exact. HGETALL
+// returns fields sorted by name. HELLO 3 is refused with -NOPROTO so clients stay on RESP2.
+// COMMAND returns Redis 7's entries without key specs, tips or subcommand entries.
+//
+// # Errors
+//
+// Client mistakes get Redis's own error texts. Store failures map to reply prefixes by
+// ErrorPrefix: ERR for invalid requests, UNAVAILABLE when the store is closed, CORRUPT for
+// corrupt data and STOREERR for anything else; Config.ErrorPrefix lets the cluster add its
+// own (UNAVAILABLE, TIMEOUT, OVERLOADED) without touching the handler.
+//
+// # Limits
+//
+// Every limit is a Config field with a documented default. Oversized keys, field names and
+// values within an acceptable request get an error reply and the connection goes on. A
+// request frame larger than MaxRequestBytes, or announcing more than MaxArgs arguments, is
+// refused while it is being read, before it is buffered: the client gets a protocol error
+// and only its connection is closed. (Inline, telnet-style commands are bounded to 64 KiB
+// per line; their argument count is checked by the handler.) Connections over
+// MaxConnections get "-ERR max number of clients reached" and are closed. Rows themselves
+// have no size limit here: a hash can grow by many HSETs.
+//
+// # Metrics
+//
+// With Config.Registerer set, the server exports kura_resp_requests_total{command,result}
+// (result "ok" or "error"; unknown commands count as command "unknown"),
+// kura_resp_request_duration_seconds{command}, kura_resp_connected_clients,
+// kura_resp_connections_total, kura_resp_rejected_connections_total and
+// kura_resp_protocol_errors_total.
+//
+// # Shutdown
+//
+// Server.Close stops accepting, lets every connection finish the commands it has already
+// read and write their replies, then closes the connections and returns once all of their
+// goroutines have exited. It does not close the Store.
+package resp

@@ -1,0 +1,169 @@
+package resp
+
+import (
+	"github.com/kuradb/kura/internal/row"
+)
+
+// EXPIRE key seconds [NX|XX|GT|LT]
+func cmdExpire(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	return h.expire(dst, args, s, microsPerSecond, "expire")
+}
+
+// PEXPIRE key milliseconds [NX|XX|GT|LT]
+func cmdPExpire(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	return h.expire(dst, args, s, microsPerMilli, "pexpire")
+}
+
+// expireFlags are EXPIRE's Redis 7 conditions.
+type expireFlags struct{ nx, xx, gt, lt bool }
+
+// parseExpireFlags checks the options with Redis's texts for conflicts.
+func parseExpireFlags(dst []byte, opts [][]byte) (expireFlags, []byte, bool) {
+	var f expireFlags
+	for _, o := range opts {
+		switch {
+		case equalFold(o, "nx"):
+			f.nx = true
+		case equalFold(o, "xx"):
+			f.xx = true
+		case equalFold(o, "gt"):
+			f.gt = true
+		case equalFold(o, "lt"):
+			f.lt = true
+		default:
+			return f, appendErrf(dst, "ERR Unsupported option %s", sanitize(o)), false
+		}
+	}
+	switch {
+	case f.nx && (f.xx || f.gt || f.lt):
+		return f, appendErr(dst, "ERR NX and XX, GT or LT options at the same time are not compatible"), false
+	case f.gt && f.lt:
+		return f, appendErr(dst, "ERR GT and LT options at the same time are not compatible"), false
+	}
+	return f, dst, true
+}
+
+func sanitize(b []byte) string { return string(appendSanitized(nil, b, unknownQuoteLimit)) }
+
+// allows reports whether the conditions let a key whose expiry is cur (0 for none) get
+// the expiry at. A key without expiry counts as an infinite TTL for GT and LT, as Redis.
+func (f expireFlags) allows(cur, at int64) bool {
+	switch {
+	case f.nx && cur != 0, f.xx && cur == 0:
+		return false
+	case f.gt && (cur == 0 || at <= cur):
+		return false
+	case f.lt && cur != 0 && at >= cur:
+		return false
+	}
+	return true
+}
+
+// expire rewrites the key's visible cells with the new expiry, or deletes the key when the
+// expiry is not in the future.
+func (h *Handler) expire(dst []byte, args [][]byte, s *Session, unit int64, name string) []byte {
+	flags, dst, ok := parseExpireFlags(dst, args[3:])
+	if !ok {
+		return dst
+	}
+	ttl, isInt := parseInt(args[2])
+	if !isInt {
+		return appendNotInt(dst)
+	}
+	now := h.now()
+	at, fits := expiryAt(now, ttl, unit)
+	if !fits {
+		return appendExpireErr(dst, name)
+	}
+	if dst, ok = h.checkReadKey(dst, args[1]); !ok {
+		return dst
+	}
+	r, err := h.read(args[1])
+	if err != nil {
+		return h.appendStoreErr(dst, err)
+	}
+	k := kindOf(&r, now)
+	if k == kindNone || !flags.allows(keyExpiry(&r, k, now), at) {
+		return appendInt(dst, 0)
+	}
+	ts := h.cfg.Clock.Now()
+	muts := s.mutations(1)
+	if at <= now {
+		muts[0] = row.Mutation{Key: args[1], Row: row.Row{Deleted: ts}}
+	} else {
+		muts[0] = rewriteExpiry(args[1], &r, k, now, ts, at, s)
+	}
+	if dst, ok = h.apply(dst, muts); !ok {
+		return dst
+	}
+	return appendInt(dst, 1)
+}
+
+// rewriteExpiry returns a mutation that rewrites the visible cells of type k at ts with
+// expiry at (0 for none). The newer timestamp makes the rewrite win over the old cells.
+func rewriteExpiry(key []byte, r *row.Row, k kind, now, ts, at int64, s *Session) row.Mutation {
+	cells := visibleOfKind(s.cellScratch(len(r.Cells))[:0], r, k, now)
+	for i := range cells {
+		cells[i].Timestamp, cells[i].ExpiresAt = ts, at
+	}
+	return row.Mutation{Key: key, Row: row.Row{Cells: cells}}
+}
+
+// PERSIST key removes the key's expiry.
+func cmdPersist(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	dst, ok := h.checkReadKey(dst, args[1])
+	if !ok {
+		return dst
+	}
+	r, err := h.read(args[1])
+	if err != nil {
+		return h.appendStoreErr(dst, err)
+	}
+	now := h.now()
+	k := kindOf(&r, now)
+	if k == kindNone || keyExpiry(&r, k, now) == 0 {
+		return appendInt(dst, 0)
+	}
+	muts := s.mutations(1)
+	muts[0] = rewriteExpiry(args[1], &r, k, now, h.cfg.Clock.Now(), 0, s)
+	if dst, ok = h.apply(dst, muts); !ok {
+		return dst
+	}
+	return appendInt(dst, 1)
+}
+
+// TTL key: seconds left, -1 without expiry, -2 for a missing key.
+func cmdTTL(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+	return h.ttl(dst, args[1], false)
+}
+
+// PTTL key: milliseconds left, -1 without expiry, -2 for a missing key.
+func cmdPTTL(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+	return h.ttl(dst, args[1], true)
+}
+
+func (h *Handler) ttl(dst []byte, key []byte, millis bool) []byte {
+	dst, ok := h.checkReadKey(dst, key)
+	if !ok {
+		return dst
+	}
+	r, err := h.read(key)
+	if err != nil {
+		return h.appendStoreErr(dst, err)
+	}
+	now := h.now()
+	k := kindOf(&r, now)
+	if k == kindNone {
+		return appendInt(dst, -2)
+	}
+	at := keyExpiry(&r, k, now)
+	if at == 0 {
+		return appendInt(dst, -1)
+	}
+	// Rounded to the nearest unit as Redis rounds milliseconds to seconds.
+	ms := (at - now + microsPerMilli/2) / microsPerMilli
+	if millis {
+		return appendInt(dst, ms)
+	}
+	return appendInt(dst, (ms+500)/1000)
+}

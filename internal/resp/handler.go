@@ -1,0 +1,220 @@
+package resp
+
+import (
+	"sync/atomic"
+
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Handler executes Redis commands against a Store. It is plain synchronous code: no
+// goroutines, no sockets, no wall clock (time comes from Config.Clock), so tests drive it
+// directly. It is safe for concurrent use; per-connection state lives in a Session.
+type Handler struct {
+	cfg      Config
+	store    Store
+	table    []*command
+	byName   map[string]*command
+	docArgs  map[string][]cmdArg // COMMAND DOCS arguments, by command name
+	started  int64               // clock.Physical() at NewHandler, for INFO uptime
+	maxField int                 // largest hash field name: MaxKeyBytes capped for the column prefix
+
+	nextID   atomic.Int64 // client ids
+	clients  atomic.Int64 // connected clients, maintained by the Server
+	conns    atomic.Int64 // connections ever accepted, maintained by the Server
+	rejected atomic.Int64 // connections refused by MaxConnections
+	commands atomic.Int64 // commands executed
+}
+
+// NewHandler returns a handler for cfg (see Config for defaults).
+func NewHandler(cfg Config) (*Handler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, store: cfg.Store, table: commandTable(), docArgs: commandArgs()}
+	h.byName = make(map[string]*command, len(h.table))
+	for i, c := range h.table {
+		c.id = i
+		h.byName[c.name] = c
+	}
+	h.started = cfg.Clock.Physical()
+	h.maxField = min(cfg.MaxKeyBytes, row.MaxColumnNameSize-1)
+	return h, nil
+}
+
+// Session is one client connection's state: authentication, name, whether it asked to
+// quit, and scratch space reused across its commands. It is not safe for concurrent use:
+// one connection runs one command at a time.
+type Session struct {
+	id      int64
+	addr    string // remote address, set by the Server
+	authed  bool
+	quit    bool
+	name    string
+	libName string
+	libVer  string
+
+	// Scratch reused by write commands to keep the hot path free of allocations. The
+	// Store copies what it keeps (see Store.Apply), so reuse after Apply is safe.
+	muts      []row.Mutation
+	cells     []row.Cell
+	buf       []byte
+	usedMuts  int
+	usedCells int
+}
+
+// NewSession returns the state of a new connection. It starts authenticated when no
+// password is configured.
+func (h *Handler) NewSession() *Session {
+	return &Session{id: h.nextID.Add(1), authed: h.cfg.Password == ""}
+}
+
+// Quit reports whether the client sent QUIT: the driver sends the reply, then closes.
+func (s *Session) Quit() bool { return s.quit }
+
+// Do executes one command (args[0] is its name, in any case) and appends its RESP2 reply
+// to dst. It writes exactly one reply for every input, errors included; args must not be
+// modified while Do runs, and Do does not keep them.
+func (h *Handler) Do(dst []byte, args [][]byte, s *Session) []byte {
+	if len(args) == 0 {
+		return appendErr(dst, "ERR empty command")
+	}
+	return h.exec(dst, h.lookup(args[0]), args, s)
+}
+
+// maxNameLen is longer than every command name; longer names are unknown commands.
+const maxNameLen = 16
+
+// lookup finds a command by name, case-insensitively and without allocating.
+func (h *Handler) lookup(name []byte) *command {
+	if len(name) > maxNameLen {
+		return nil
+	}
+	var buf [maxNameLen]byte
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return h.byName[string(buf[:len(name)])]
+}
+
+// exec runs a looked-up command: c is nil for unknown commands. The checks come in
+// Redis's order (unknown, arity, authentication) so that error replies match.
+func (h *Handler) exec(dst []byte, c *command, args [][]byte, s *Session) []byte {
+	h.commands.Add(1)
+	switch {
+	case c == nil:
+		return appendUnknownCommand(dst, args)
+	case !arityOK(c.arity, len(args)):
+		return appendArityErr(dst, c.name)
+	case !s.authed && c.flags&flagNoAuth == 0:
+		return appendErr(dst, errNoAuth)
+	case len(args) > h.cfg.MaxArgs:
+		return appendErrf(dst, "ERR too many arguments: %d, max-args is %d", len(args), h.cfg.MaxArgs)
+	}
+	dst = c.fn(h, dst, args, s)
+	s.release()
+	return dst
+}
+
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// now is the physical time used for expiry decisions.
+func (h *Handler) now() int64 { return h.cfg.Clock.Physical() }
+
+// apply writes a batch and appends the store's error reply, if any, returning ok=false.
+func (h *Handler) apply(dst []byte, batch []row.Mutation) ([]byte, bool) {
+	if err := h.store.Apply(batch); err != nil {
+		return h.appendStoreErr(dst, err), false
+	}
+	return dst, true
+}
+
+// read returns the row under key; the empty key, which no row can have, reads as absent.
+func (h *Handler) read(key []byte) (row.Row, error) {
+	if len(key) == 0 || len(key) > row.MaxKeySize {
+		return row.Row{}, nil
+	}
+	r, _, err := h.store.Get(key)
+	return r, err
+}
+
+// checkWriteKey returns an error reply for a key that cannot be written, or nil.
+func (h *Handler) checkWriteKey(dst []byte, key []byte) ([]byte, bool) {
+	switch {
+	case len(key) == 0:
+		return appendErr(dst, errEmptyKey), false
+	case len(key) > h.cfg.MaxKeyBytes:
+		return appendErrf(dst, "ERR key of %d bytes exceeds max-key-bytes (%d)", len(key), h.cfg.MaxKeyBytes), false
+	}
+	return dst, true
+}
+
+// checkReadKey rejects keys over the limit; reads of other keys simply find nothing.
+func (h *Handler) checkReadKey(dst []byte, key []byte) ([]byte, bool) {
+	if len(key) > h.cfg.MaxKeyBytes {
+		return appendErrf(dst, "ERR key of %d bytes exceeds max-key-bytes (%d)", len(key), h.cfg.MaxKeyBytes), false
+	}
+	return dst, true
+}
+
+// checkValue returns an error reply for a value over MaxValueBytes.
+func (h *Handler) checkValue(dst []byte, v []byte) ([]byte, bool) {
+	if len(v) > h.cfg.MaxValueBytes {
+		return appendErrf(dst, "ERR value of %d bytes exceeds max-value-bytes (%d)", len(v), h.cfg.MaxValueBytes), false
+	}
+	return dst, true
+}
+
+// checkField returns an error reply for a hash field name over the limit.
+func (h *Handler) checkField(dst []byte, f []byte) ([]byte, bool) {
+	if len(f) > h.maxField {
+		return appendErrf(dst, "ERR field of %d bytes exceeds max-key-bytes (%d)", len(f), h.maxField), false
+	}
+	return dst, true
+}
+
+// mutations returns n zeroed mutations from the session's scratch.
+func (s *Session) mutations(n int) []row.Mutation {
+	if cap(s.muts) < n {
+		s.muts = make([]row.Mutation, n)
+	}
+	s.usedMuts = max(s.usedMuts, n)
+	return s.muts[:n]
+}
+
+// cellScratch returns n zeroed cells from the session's scratch.
+func (s *Session) cellScratch(n int) []row.Cell {
+	if cap(s.cells) < n {
+		s.cells = make([]row.Cell, n)
+	}
+	s.usedCells = max(s.usedCells, n)
+	return s.cells[:n]
+}
+
+// scratchLimit bounds the scratch a session keeps between commands, so that one huge MSET
+// does not pin its memory for the life of the connection.
+const scratchLimit = 1024
+
+// release drops references to the last command's arguments and oversized scratch.
+func (s *Session) release() {
+	clear(s.muts[:s.usedMuts])
+	clear(s.cells[:s.usedCells])
+	s.usedMuts, s.usedCells = 0, 0
+	if cap(s.muts) > scratchLimit {
+		s.muts = nil
+	}
+	if cap(s.cells) > scratchLimit {
+		s.cells = nil
+	}
+	if cap(s.buf) > scratchLimit*64 {
+		s.buf = nil
+	}
+}

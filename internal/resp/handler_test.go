@@ -1,0 +1,132 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/kuradb/kura/internal/engine"
+)
+
+// handlerEnv is one transcript's world: a reference store, a controllable clock, a
+// handler and named sessions.
+type handlerEnv struct {
+	store    *memStore
+	clock    *testClock
+	h        *Handler
+	sessions map[string]*Session
+}
+
+func newHandlerEnv(t testing.TB, cfg Config) *handlerEnv {
+	e := &handlerEnv{store: newMemStore(), clock: newTestClock(), sessions: map[string]*Session{}}
+	cfg.Store, cfg.Clock, cfg.KeysEstimate = e.store, e.clock.hlc(), e.store.keys
+	cfg.Version = "test"
+	cfg.Info = func() []InfoSection {
+		return []InfoSection{{Name: "Engine", Fields: []InfoField{{"engine", "memstore"}, {"role", "in-memory"}}}}
+	}
+	h, err := NewHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = h
+	return e
+}
+
+func (e *handlerEnv) session(name string) *Session {
+	s, ok := e.sessions[name]
+	if !ok {
+		s = e.h.NewSession()
+		e.sessions[name] = s
+	}
+	return s
+}
+
+// do runs one command line and returns the rendered reply, checking that the handler
+// wrote exactly one well-formed reply.
+func (e *handlerEnv) do(t testing.TB, s *Session, args [][]byte) string {
+	out := e.h.Do(nil, args, s)
+	r, rest, err := parseReply(out)
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("%q: reply %q is not one well-formed reply: %v", args, out, err)
+	}
+	return render(r)
+}
+
+func TestHandlerTranscripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/handler", func(t *testing.T, path string) {
+		var e *handlerEnv
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			if e == nil || td.Cmd == "new" {
+				e = newHandlerEnv(t, transcriptConfig(t, td))
+			}
+			return e.directive(t, td)
+		})
+	})
+}
+
+// transcriptConfig reads the limits and password of a "new" directive.
+func transcriptConfig(t *testing.T, td *datadriven.TestData) Config {
+	var cfg Config
+	if td.Cmd != "new" {
+		return cfg
+	}
+	td.MaybeScanArgs(t, "password", &cfg.Password)
+	td.MaybeScanArgs(t, "max-key-bytes", &cfg.MaxKeyBytes)
+	td.MaybeScanArgs(t, "max-value-bytes", &cfg.MaxValueBytes)
+	td.MaybeScanArgs(t, "max-args", &cfg.MaxArgs)
+	return cfg
+}
+
+func (e *handlerEnv) directive(t *testing.T, td *datadriven.TestData) string {
+	switch td.Cmd {
+	case "new":
+		return ""
+	case "run":
+		name := "default"
+		td.MaybeScanArgs(t, "session", &name)
+		return e.run(t, e.session(name), td.Input)
+	case "advance":
+		var ms int64
+		td.ScanArgs(t, "ms", &ms)
+		e.clock.advance(ms * microsPerMilli)
+		return ""
+	case "dump":
+		var key string
+		td.ScanArgs(t, "key", &key)
+		return e.store.dump(key, testEpoch)
+	case "fail-store":
+		var kind string
+		td.ScanArgs(t, "err", &kind)
+		e.store.setFail(storeErrors[kind])
+		return ""
+	}
+	td.Fatalf(t, "unknown directive %q", td.Cmd)
+	return ""
+}
+
+var storeErrors = map[string]error{
+	"none":    nil,
+	"closed":  fmt.Errorf("memstore: %w", engine.ErrClosed),
+	"corrupt": fmt.Errorf("memstore: %w", engine.ErrCorrupt),
+	"io":      errors.New("memstore: disk on fire"),
+}
+
+// run executes each input line (lines starting with # are comments) and prints the line
+// and its reply.
+func (e *handlerEnv) run(t *testing.T, s *Session, input string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(input, "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args, err := splitArgs(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "> %s\n%s\n", line, e.do(t, s, args))
+	}
+	return b.String()
+}
