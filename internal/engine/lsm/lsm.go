@@ -1,0 +1,281 @@
+package lsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// lockFileName is kura's own lock inside the data directory. Pebble's LOCK reports a held
+// lock with errors callers cannot test (EAGAIN from fcntl, or "lock held by current
+// process" from a map keyed by the path string, which "d" and "./d" defeat); an flock
+// taken first gives every engine the same engine.ErrLocked.
+const lockFileName = "KURA.LOCK"
+
+// Defaults of Options.
+const (
+	DefaultCacheSizeBytes    = 64 << 20
+	DefaultMemTableSizeBytes = 32 << 20
+)
+
+// formatVersion pins pebble's on-disk format instead of following pebble.FormatNewest, so
+// that upgrading pebble never rewrites the format by surprise. This version has WAL sync
+// chunks (replay tells a torn tail from corruption) and sstable footer checksums.
+const formatVersion = pebble.FormatValueSeparation
+
+// Options configure an lsm engine. The zero value is usable.
+type Options struct {
+	engine.Options
+	// CacheSizeBytes is the block cache's capacity; default 64 MiB. The cache fills only as
+	// blocks are read, so an idle node stays small.
+	CacheSizeBytes int64
+	// MemTableSizeBytes is the size at which a memtable is flushed; default 32 MiB. Pebble
+	// starts with small memtables and grows them up to this size.
+	MemTableSizeBytes uint64
+	// Logger receives pebble's log lines and background errors; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	o.Options = o.Options.WithDefaults()
+	if o.CacheSizeBytes <= 0 {
+		o.CacheSizeBytes = DefaultCacheSizeBytes
+	}
+	if o.MemTableSizeBytes == 0 {
+		o.MemTableSizeBytes = DefaultMemTableSizeBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// DB is the lsm engine: an engine.Engine on one pebble store. See the package comment.
+type DB struct {
+	dir  string
+	opts Options
+	pdb  *pebble.DB
+	lock *engine.DirLock
+	wo   *pebble.WriteOptions
+
+	// mu is held shared by every call and exclusively by Close, so Close waits for calls
+	// in flight and no call reaches pebble after it is closed (pebble panics then).
+	mu     sync.RWMutex
+	closed bool
+
+	itersMu sync.Mutex
+	iters   map[*iterator]struct{} // open iterators, closed by Close
+
+	syncer *syncer // nil unless Durability is Periodic
+
+	// Totals of what Apply wrote, to turn the WAL's size into a number of entries.
+	appliedOps, appliedBytes atomic.Int64
+}
+
+var _ engine.Engine = (*DB)(nil)
+
+// Open opens (creating if needed) the lsm engine stored in dir. It returns an error wrapping
+// engine.ErrLocked if another DB, in this process or another, has dir open, and one wrapping
+// engine.ErrCorrupt if pebble finds the store corrupt.
+func Open(dir string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	lock, err := engine.LockDir(dir, lockFileName)
+	if err != nil {
+		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
+	}
+	db := &DB{dir: dir, opts: opts, lock: lock, iters: make(map[*iterator]struct{})}
+	cache := pebble.NewCache(opts.CacheSizeBytes)
+	defer cache.Unref() // pebble holds its own reference while open
+	db.pdb, err = pebble.Open(dir, db.pebbleOptions(cache))
+	if err != nil {
+		_ = lock.Unlock()
+		if errors.Is(err, syscall.EAGAIN) { // someone outside kura holds pebble's LOCK
+			err = fmt.Errorf("%w: %w", engine.ErrLocked, err)
+		}
+		return nil, wrapErr("open "+dir, err)
+	}
+	db.wo = pebble.Sync
+	if opts.Durability == engine.Periodic {
+		db.wo = pebble.NoSync
+		db.syncer = startSyncer(db, opts.SyncInterval)
+	}
+	return db, nil
+}
+
+func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
+	return &pebble.Options{
+		Cache:              cache,
+		MemTableSize:       db.opts.MemTableSizeBytes,
+		FormatMajorVersion: formatVersion,
+		Merger:             newMerger(db.opts.Clock, db.opts.GracePeriod.Microseconds()),
+		Logger:             pebbleLogger{db.opts.Logger},
+		EventListener:      eventListener(db.opts.Logger),
+	}
+}
+
+// Name returns "lsm".
+func (db *DB) Name() string { return "lsm" }
+
+// Role returns engine.WriteOptimized.
+func (db *DB) Role() engine.Role { return engine.WriteOptimized }
+
+// enter takes the shared lock for one call; the caller must call db.mu.RUnlock when it
+// returns nil.
+func (db *DB) enter(op string) error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return fmt.Errorf("lsm: %s: %w", op, engine.ErrClosed)
+	}
+	return nil
+}
+
+// Apply writes each mutation as one merge operand, in one pebble batch, without reading.
+// In Durability Sync it returns once the batch is fsynced in the WAL. Pebble's commit
+// pipeline groups the syncs of concurrent committers: each batch is queued for the WAL
+// writer, whose flush loop takes every sync waiter queued so far, fsyncs once and wakes
+// them all (commit.go "commitPipeline", record/log_writer.go "flushLoop"). In Periodic it
+// returns once the batch is in the WAL writer's buffer.
+func (db *DB) Apply(batch []row.Mutation) error {
+	if err := engine.ValidateBatch(batch); err != nil {
+		return fmt.Errorf("lsm: apply: %w", err)
+	}
+	if err := db.enter("apply"); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	b := db.pdb.NewBatch()
+	buf := encodeBufs.Get().(*[]byte)
+	defer putEncodeBuf(buf)
+	for i := range batch {
+		m := &batch[i]
+		if m.Row.IsEmpty() {
+			continue // the identity of row.Merge: nothing to store
+		}
+		r := &m.Row
+		if shadows(r) {
+			// Store what row.Merge would keep, so that a lone operand reads as merged.
+			n := row.Merge(row.Row{}, *r)
+			r = &n
+		}
+		*buf = row.AppendEncode((*buf)[:0], r)
+		if err := b.Merge(m.Key, *buf, nil); err != nil {
+			_ = b.Close()
+			return wrapErr("apply", err)
+		}
+	}
+	if b.Empty() {
+		return b.Close()
+	}
+	ops, size := int64(b.Count()), int64(b.Len())
+	if err := db.pdb.Apply(b, db.wo); err != nil {
+		return wrapErr("apply", err) // pebble's own Merge does not reuse a failed batch either
+	}
+	db.appliedOps.Add(ops)
+	db.appliedBytes.Add(size)
+	return b.Close()
+}
+
+// encodeBufs holds scratch buffers for encoding rows; b.Merge copies what it is given.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// putEncodeBuf returns buf to the pool unless one huge row made it too big to keep.
+func putEncodeBuf(buf *[]byte) {
+	if cap(*buf) <= 1<<20 {
+		encodeBufs.Put(buf)
+	}
+}
+
+// Get returns the merged row under key as a copy the caller owns. It is purged as a full
+// compaction at the current time would leave it (see the package comment), so a row left
+// with nothing after the purge is not found.
+func (db *DB) Get(key []byte) (row.Row, bool, error) {
+	if err := db.enter("get"); err != nil {
+		return row.Row{}, false, err
+	}
+	defer db.mu.RUnlock()
+	v, closer, err := db.pdb.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return row.Row{}, false, nil
+	}
+	if err != nil {
+		return row.Row{}, false, wrapErr(fmt.Sprintf("get %q", key), err)
+	}
+	// v is pebble's memory, valid only until closer.Close; the row aliases a private copy.
+	r, err := row.Decode(bytes.Clone(v))
+	if cerr := closer.Close(); err == nil && cerr != nil {
+		return row.Row{}, false, wrapErr(fmt.Sprintf("get %q", key), cerr)
+	}
+	if err != nil {
+		return row.Row{}, false, fmt.Errorf("lsm: get %q: %w: %w", key, engine.ErrCorrupt, err)
+	}
+	return db.readView(r, db.opts.Clock())
+}
+
+// readView applies the read-time purge and engine.ReadView to a decoded row.
+func (db *DB) readView(r row.Row, now int64) (row.Row, bool, error) {
+	row.Purge(&r, now, db.opts.GracePeriod.Microseconds())
+	if r.IsEmpty() {
+		return row.Row{}, false, nil
+	}
+	return engine.ReadView(r, now), true, nil
+}
+
+// Flush writes the memtables to sstables and waits; everything applied before it is durable
+// when it returns, whatever the durability mode.
+func (db *DB) Flush() error {
+	if err := db.enter("flush"); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	return wrapErr("flush", db.pdb.Flush())
+}
+
+// Close stops the periodic syncer, fsyncs the WAL, closes open iterators (their Next then
+// fails with engine.ErrClosed) and closes pebble. It waits for calls in flight; calls after
+// it return engine.ErrClosed. It is safe to call more than once.
+func (db *DB) Close() error {
+	db.syncer.stop() // before taking mu: the syncer takes it shared
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	db.itersMu.Lock()
+	for it := range db.iters {
+		it.closeLocked(fmt.Errorf("lsm: iterator: %w", engine.ErrClosed))
+	}
+	db.iters = nil
+	db.itersMu.Unlock()
+	var err error
+	if db.opts.Durability == engine.Periodic {
+		// Pebble's Close syncs the WAL too; syncing here keeps the promise visible.
+		err = db.pdb.LogData(nil, pebble.Sync)
+	}
+	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock())
+	return wrapErr("close", err)
+}
+
+// wrapErr prefixes err with the operation and marks pebble's corruption errors with
+// engine.ErrCorrupt. It returns nil for a nil err.
+func wrapErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrCorrupt):
+		return fmt.Errorf("lsm: %s: %w", op, err)
+	case pebble.IsCorruptionError(err):
+		return fmt.Errorf("lsm: %s: %w: %w", op, engine.ErrCorrupt, err)
+	}
+	return fmt.Errorf("lsm: %s: %w", op, err)
+}
