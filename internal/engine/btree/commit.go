@@ -1,0 +1,203 @@
+package btree
+
+import (
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Group commit.
+//
+// bbolt allows one write transaction at a time and, in Sync durability, fsyncs at every
+// commit. Committing each Apply on its own would serialize writers behind one fsync each.
+// bbolt's DB.Batch groups calls but waits up to MaxBatchDelay (10 ms) for company, so a
+// lone writer pays the delay on every write. The committer here has no timer: one goroutine
+// takes the first queued request and whatever else is already queued, commits them in one
+// transaction, answers them all, and starts again. While a commit (and its fsync) runs, new
+// requests pile up in the queue and form the next group, so the group size adapts to the
+// load: 1 for a lone writer (no added latency), many under contention (one fsync shared).
+
+// request is one Apply call waiting for the committer.
+type request struct {
+	batch []row.Mutation
+	bytes int64      // size of keys and cells, for group and memory limits
+	done  chan error // buffered: the committer never blocks answering
+}
+
+// Apply validates batch, queues it for the committer and waits until it is committed (and
+// fsynced in Sync durability). A full queue blocks Apply until the committer catches up.
+// The batch is applied in one bbolt transaction, so it is atomic.
+func (d *DB) Apply(batch []row.Mutation) error {
+	if err := d.validate(batch); err != nil {
+		return err
+	}
+	req := &request{batch: batch, bytes: batchBytes(batch), done: make(chan error, 1)}
+	d.mu.RLock()
+	if d.closed {
+		d.mu.RUnlock()
+		return fmt.Errorf("btree: apply: %w", engine.ErrClosed)
+	}
+	if len(batch) == 0 {
+		d.mu.RUnlock()
+		return nil
+	}
+	d.queueBytes.Add(req.bytes)
+	d.queue <- req // may block on a full queue; Close waits for mu, so the queue is open
+	d.mu.RUnlock()
+	return <-req.done
+}
+
+// validate checks the batch before it is queued, so that a group rarely fails because of
+// one of its requests.
+func (d *DB) validate(batch []row.Mutation) error {
+	if err := engine.ValidateBatch(batch); err != nil {
+		return fmt.Errorf("btree: apply: %w", err)
+	}
+	return nil
+}
+
+func batchBytes(batch []row.Mutation) int64 {
+	var n int64
+	for i := range batch {
+		n += int64(len(batch[i].Key))
+		for _, c := range batch[i].Row.Cells {
+			n += int64(len(c.Name) + len(c.Value))
+		}
+	}
+	return n
+}
+
+// commitLoop is the committer goroutine. It exits once Close has closed the queue and every
+// request in it has been answered.
+func (d *DB) commitLoop() {
+	defer close(d.loopDone)
+	w := &writer{d: d}
+	var group []*request
+	for first := range d.queue {
+		group = d.fillGroup(append(group[:0], first))
+		if d.opts.beforeCommit != nil {
+			d.opts.beforeCommit(group)
+		}
+		d.commitGroup(w, group)
+		for i := range group {
+			d.queueBytes.Add(-group[i].bytes)
+			group[i] = nil // let the requests' batches be collected
+		}
+	}
+}
+
+// fillGroup adds already-queued requests to group until the queue is empty or the group
+// reaches its limits. It never waits.
+func (d *DB) fillGroup(group []*request) []*request {
+	muts, size := len(group[0].batch), group[0].bytes
+	for muts < d.opts.MaxGroupMutations && size < int64(d.opts.MaxGroupBytes) {
+		select {
+		case r, ok := <-d.queue:
+			if !ok {
+				return group
+			}
+			group = append(group, r)
+			muts, size = muts+len(r.batch), size+r.bytes
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// commitGroup commits the group in one transaction. If that fails, it retries each request
+// in a transaction of its own, so that one bad request (say, one that reads a corrupted
+// row) fails alone and its neighbours still commit.
+func (d *DB) commitGroup(w *writer, group []*request) {
+	err := w.update(group)
+	if err == nil || len(group) == 1 {
+		for _, r := range group {
+			r.done <- err
+		}
+		return
+	}
+	for i, r := range group {
+		r.done <- w.update(group[i : i+1])
+	}
+}
+
+// maxScratchBytes is the largest encoding buffer the committer keeps between rows.
+const maxScratchBytes = 1 << 20
+
+// writer applies requests in bbolt write transactions. Only the committer goroutine uses
+// it, so its scratch buffer needs no lock.
+type writer struct {
+	d       *DB
+	scratch []byte
+}
+
+// update applies reqs in one transaction and, on success, publishes the new row count.
+func (w *writer) update(reqs []*request) (err error) {
+	var count int64
+	defer guard(&err, panicOnFault())
+	err = w.d.bolt.Update(func(tx *bbolt.Tx) error {
+		b, err := buckets(tx)
+		if err != nil {
+			return err
+		}
+		count = w.d.rows.Load() // only the committer changes it
+		now, grace := w.d.opts.Clock(), w.d.opts.GracePeriod.Microseconds()
+		for _, r := range reqs {
+			for i := range r.batch {
+				delta, err := w.merge(b, &r.batch[i], now, grace)
+				if err != nil {
+					return err
+				}
+				count += delta
+			}
+		}
+		return putCount(tx, count)
+	})
+	if err != nil {
+		return fmt.Errorf("btree: apply: %w", err)
+	}
+	w.d.rows.Store(count)
+	w.d.commits.Add(1)
+	return nil
+}
+
+// merge reads the row stored under m.Key, merges m into it, purges what the grace period
+// allows and writes the result back, deleting the key if nothing is left. It returns the
+// change in the number of stored rows. Purging is safe here because the stored row is the
+// key's whole history.
+func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int64, error) {
+	var stored row.Row
+	old := getKey(b, m.Key)
+	if old != nil {
+		var err error
+		if stored, err = decodeValue(m.Key, old); err != nil {
+			return 0, err
+		}
+	}
+	merged := row.Merge(stored, m.Row)
+	row.Purge(&merged, now, grace)
+	switch {
+	case merged.IsEmpty() && old == nil:
+		return 0, nil
+	case merged.IsEmpty():
+		return -1, deleteKey(b, m.Key)
+	}
+	// bbolt keeps the value slice until the transaction commits, so every Put gets its own
+	// copy; the scratch buffer only saves growing it piecemeal.
+	w.scratch = appendValue(w.scratch[:0], m.Key, &merged)
+	v := make([]byte, len(w.scratch))
+	copy(v, w.scratch)
+	if cap(w.scratch) > maxScratchBytes {
+		w.scratch = nil // do not keep one huge row's buffer for ever
+	}
+	if err := putKey(b, m.Key, v); err != nil {
+		return 0, fmt.Errorf("key %.64q: %w", m.Key, err)
+	}
+	if old == nil {
+		return 1, nil
+	}
+	return 0, nil
+}

@@ -1,0 +1,198 @@
+package btree
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// NewIterator returns an iterator over [lo, hi) reading one bbolt read transaction: a
+// consistent snapshot that later commits do not change.
+//
+// The transaction is held until the iterator is exhausted or closed, with bbolt's usual
+// costs: pages freed by later commits cannot be reused while it is open (the file grows
+// instead), and a commit that must grow the memory map waits for every open read
+// transaction to finish. Options.InitialMmapSize (8 GiB by default) makes such remaps rare,
+// but once the file outgrows the map a long-lived iterator can stall writers, and a
+// goroutine that holds an iterator open while waiting for its own Apply can deadlock.
+// Iterate promptly.
+//
+// Close of the DB closes iterators still open; their next Next returns false and Err
+// returns ErrClosed. Keys and rows are copied out of bbolt's memory map, so what the caller
+// holds stays valid (until its next Next) even if the DB closes.
+func (d *DB) NewIterator(lo, hi []byte) (engine.Iterator, error) {
+	if err := engine.ValidateRange(lo, hi); err != nil {
+		return nil, fmt.Errorf("btree: iterator: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return nil, fmt.Errorf("btree: iterator: %w", engine.ErrClosed)
+	}
+	it := &iterator{d: d, lo: bytes.Clone(lo), hi: bytes.Clone(hi)}
+	if err := it.begin(); err != nil {
+		return nil, err
+	}
+	d.itersMu.Lock()
+	d.iters[it] = struct{}{}
+	d.itersMu.Unlock()
+	return it, nil
+}
+
+// iterator walks a bbolt cursor within [lo, hi).
+type iterator struct {
+	d      *DB
+	lo, hi []byte // owned copies of the bounds
+
+	// mu is held by every method that touches the transaction, because DB.Close may
+	// release it from another goroutine.
+	mu      sync.Mutex
+	tx      *bbolt.Tx // nil once released
+	root    *bbolt.Bucket
+	w       walker
+	started bool
+	rows    int64  // rows returned, checked against the stored count at the end of a full scan
+	key     []byte // copy of the current key, reused by the next Next
+	val     []byte // copy of the current value; cur aliases it
+	cur     row.Row
+	err     error
+}
+
+func (it *iterator) begin() (err error) {
+	defer guard(&err, panicOnFault())
+	tx, err := it.d.bolt.Begin(false)
+	if err != nil {
+		return fmt.Errorf("btree: iterator: %w", err)
+	}
+	b, err := buckets(tx)
+	if err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("btree: iterator: %w", err)
+	}
+	it.tx, it.root = tx, b
+	return nil
+}
+
+// Next moves to the next row in range. It releases the snapshot as soon as the range is
+// exhausted, so a caller that reads to the end does not hold it until Close.
+func (it *iterator) Next() bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.tx == nil || it.err != nil {
+		return false
+	}
+	ok, err := it.next()
+	if err != nil {
+		it.err = fmt.Errorf("btree: iterator: %w", err)
+	}
+	if !ok {
+		it.release()
+	}
+	return ok
+}
+
+func (it *iterator) next() (ok bool, err error) {
+	defer guard(&err, panicOnFault())
+	var k, v []byte
+	first := !it.started
+	if first {
+		k, v, err = it.w.seek(it.root, it.lo)
+	} else {
+		k, v, err = it.w.next()
+	}
+	it.started = true
+	if err != nil {
+		return false, err
+	}
+	if k == nil || (it.hi != nil && bytes.Compare(k, it.hi) >= 0) {
+		return false, it.checkCount(k == nil)
+	}
+	// A damaged page can hand back keys out of order; checking costs one compare.
+	if (!first && bytes.Compare(k, it.key) <= 0) || (it.lo != nil && bytes.Compare(k, it.lo) < 0) {
+		return false, fmt.Errorf("%w: key %.64q out of order after %.64q", engine.ErrCorrupt, k, it.key)
+	}
+	it.key = append(it.key[:0], k...)
+	it.val = append(it.val[:0], v...)
+	r, err := decodeValue(it.key, it.val)
+	if err != nil {
+		return false, err
+	}
+	it.rows++
+	// Expiry is judged when Next reaches the row, as a Get at that moment would.
+	it.cur = engine.ReadView(r, it.d.opts.Clock())
+	return true, nil
+}
+
+// checkCount compares the rows of a complete scan with the count stored in the same
+// snapshot: a damaged page header can hide entries from the cursor without any checksum
+// noticing, and the count is how such a scan still ends in an error.
+func (it *iterator) checkCount(atEnd bool) error {
+	if !atEnd || it.lo != nil {
+		return nil
+	}
+	want, err := storedCount(it.tx)
+	if err != nil {
+		return err
+	}
+	if it.rows != want {
+		return fmt.Errorf("%w: scan found %d rows, the stored count is %d", engine.ErrCorrupt, it.rows, want)
+	}
+	return nil
+}
+
+// Key returns the current key; valid until the next Next or Close.
+func (it *iterator) Key() []byte { return it.key }
+
+// Row returns the current row; valid until the next Next or Close.
+func (it *iterator) Row() row.Row { return it.cur }
+
+// Err returns the first error met.
+func (it *iterator) Err() error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.err
+}
+
+// Close releases the snapshot. It is safe to call more than once.
+func (it *iterator) Close() error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.release()
+	return nil
+}
+
+// release rolls back the read transaction and forgets the iterator. Call with mu held.
+func (it *iterator) release() {
+	if it.tx == nil {
+		return
+	}
+	_ = it.tx.Rollback() // a read transaction has nothing to roll back but its lock
+	it.tx, it.root = nil, nil
+	it.d.itersMu.Lock()
+	delete(it.d.iters, it)
+	it.d.itersMu.Unlock()
+}
+
+// closeIterators releases the snapshots of iterators still open, which bbolt's Close
+// would otherwise wait for.
+func (d *DB) closeIterators() {
+	d.itersMu.Lock()
+	open := make([]*iterator, 0, len(d.iters))
+	for it := range d.iters {
+		open = append(open, it)
+	}
+	d.itersMu.Unlock()
+	for _, it := range open {
+		it.mu.Lock()
+		if it.tx != nil && it.err == nil {
+			it.err = fmt.Errorf("btree: iterator: %w", engine.ErrClosed)
+		}
+		it.release()
+		it.mu.Unlock()
+	}
+}
