@@ -1,0 +1,55 @@
+package catalog_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/engine/enginetest"
+)
+
+func factory(name string) enginetest.Factory {
+	return enginetest.Factory{
+		Name:       name,
+		Persistent: name != "memory",
+		CrashSafe:  name != "memory",
+		Open: func(dir string, o engine.Options) (engine.Engine, error) {
+			return catalog.Open(name, dir, catalog.Options{Options: o})
+		},
+	}
+}
+
+// TestEnginesAgreeWithEachOtherAndTheModel runs one generated operation sequence on all
+// three engines and on the reference model at once: every observable result must match.
+func TestEnginesAgreeWithEachOtherAndTheModel(t *testing.T) {
+	var fs []enginetest.Factory
+	for _, name := range catalog.Names {
+		fs = append(fs, factory(name))
+	}
+	enginetest.RunMetamorphic(t, fs...)
+}
+
+func TestOpenedEngineHasTheCatalogsNameAndRole(t *testing.T) {
+	for _, name := range catalog.Names {
+		e, err := catalog.Open(name, t.TempDir(), catalog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() != name || e.Role() != catalog.Role(name) {
+			t.Errorf("%s: opened %s with role %v, catalog says %v", name, e.Name(), e.Role(), catalog.Role(name))
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestUnknownEngineIsInvalid(t *testing.T) {
+	if _, err := catalog.Open("rocks", t.TempDir(), catalog.Options{}); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("got %v, want ErrInvalid", err)
+	}
+	if catalog.Role("rocks") != engine.RoleUnknown {
+		t.Fatal("unknown engine has a role")
+	}
+}
