@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,11 @@ finishes requests in flight, flushes and closes the engine.`,
 
 func runServer(cfg config.Config) error {
 	log := newLogger(cfg)
+	if cfg.MemoryLimitBytes > 0 {
+		// Process-wide, so the binary sets it rather than the node package, which tests
+		// run several times in one process.
+		debug.SetMemoryLimit(cfg.MemoryLimitBytes)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	n, err := node.Start(cfg, log)
