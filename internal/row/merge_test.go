@@ -9,7 +9,9 @@ func cell(name string, ts int64, val string) Cell {
 	return Cell{Name: []byte(name), Timestamp: ts, Value: []byte(val)}
 }
 
-func tomb(name string, ts int64) Cell { return Cell{Name: []byte(name), Timestamp: ts, Tombstone: true} }
+func tomb(name string, ts int64) Cell {
+	return Cell{Name: []byte(name), Timestamp: ts, Tombstone: true}
+}
 
 func TestMergeKeepsNewerCellPerColumn(t *testing.T) {
 	a := Row{Cells: []Cell{cell("a", 1, "old"), cell("b", 5, "b5")}}
