@@ -16,7 +16,9 @@ REPEATS=${2:-3}
 CLIENTS=50
 KEYSPACE=100000
 WORK=$(mktemp -d /tmp/kura-bench.XXXXXX)
-trap 'pkill -P $$ 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
+# Server logs stay in $WORK/*.log if a run fails; a clean run removes them.
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; sleep 0.5; [ -n "${FAILED:-}" ] || rm -rf "$WORK"' EXIT
 
 go build -o "$WORK/kura" ./cmd/kura
 
@@ -31,10 +33,12 @@ CMDS[kura-btree]="$WORK/kura server --engine btree --durability periodic --liste
 declare -A PORTS=([redis]=7400 [kura-memory]=7401 [kura-lsm-periodic]=7402 [kura-lsm-sync]=7403 [kura-btree]=7404)
 
 for t in "${TARGETS[@]}"; do
-  eval "${CMDS[$t]}" >"$WORK/$t.log" 2>&1 &
+  eval "exec ${CMDS[$t]}" >"$WORK/$t.log" 2>&1 &
+  PIDS+=($!)
 done
 for t in "${TARGETS[@]}"; do
   for _ in $(seq 50); do redis-cli -p "${PORTS[$t]}" ping >/dev/null 2>&1 && break; sleep 0.2; done
+  redis-cli -p "${PORTS[$t]}" ping >/dev/null || { FAILED=1; echo "$t did not start; logs in $WORK" >&2; exit 1; }
 done
 
 echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) requests=$N repeats=$REPEATS clients=$CLIENTS keyspace=$KEYSPACE"
@@ -43,12 +47,14 @@ RESULTS="$WORK/results.csv"
 for size in 100 1024; do
   # Warm every target with the keyspace so GETs hit.
   for t in "${TARGETS[@]}"; do
-    redis-benchmark -p "${PORTS[$t]}" -t set -n "$KEYSPACE" -r "$KEYSPACE" -d "$size" -c "$CLIENTS" -q >/dev/null
+    redis-benchmark -p "${PORTS[$t]}" -t set -n "$KEYSPACE" -r "$KEYSPACE" -d "$size" -c "$CLIENTS" -q >/dev/null ||
+      { FAILED=1; echo "warm-up of $t failed; logs in $WORK" >&2; exit 1; }
   done
   for rep in $(seq "$REPEATS"); do
     for t in "${TARGETS[@]}"; do
-      redis-benchmark -p "${PORTS[$t]}" -t set,get -n "$N" -r "$KEYSPACE" -d "$size" -c "$CLIENTS" --csv 2>/dev/null |
-        tail -n +2 | tr -d '"' | awk -F, -v t="$t" -v s="$size" -v r="$rep" '{print t","s","$1","r","$2}' >>"$RESULTS"
+      out=$(redis-benchmark -p "${PORTS[$t]}" -t set,get -n "$N" -r "$KEYSPACE" -d "$size" -c "$CLIENTS" --csv 2>"$WORK/$t.bench.err") ||
+        { FAILED=1; echo "benchmark of $t failed: $(cat "$WORK/$t.bench.err"); logs in $WORK" >&2; exit 1; }
+      echo "$out" | tail -n +2 | tr -d '"' | awk -F, -v t="$t" -v s="$size" -v r="$rep" '{print t","s","$1","r","$2}' >>"$RESULTS"
     done
   done
 done

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Memory figures for docs/benchmarks.md: the idle RSS of a kura node per engine, and the RSS
 # of the memory engine holding ROWS rows of 1 KB (10 hash fields of 100 B, the bench row
-# shape), loaded with redis-cli --pipe. Usage: scripts/rss.sh [rows] (default 1000000).
+# shape), loaded with redis-cli --pipe, once with the Go runtime's defaults and once with
+# --memory-limit-bytes LIMIT. Usage: scripts/rss.sh [rows] [limit] (defaults 1000000,
+# 1500000000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-1000000}
+LIMIT=${2:-1500000000}
 WORK=$(mktemp -d /tmp/kura-rss.XXXXXX)
-trap 'pkill -P $$ 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
+trap 'pkill -f "$WORK/kura" 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
 go build -o "$WORK/kura" ./cmd/kura
 
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
@@ -26,7 +29,8 @@ for eng in lsm btree memory; do
   port=$((port+1))
 done
 
-"$WORK/kura" server --engine memory --listen 127.0.0.1:7510 --admin-listen '' --data-dir "$WORK/mem1m" >/dev/null 2>&1 &
+for limit in 0 "$LIMIT"; do
+"$WORK/kura" server --engine memory --listen 127.0.0.1:7510 --admin-listen '' --data-dir "$WORK/mem1m-$limit" --memory-limit-bytes "$limit" >/dev/null 2>&1 &
 pid=$!
 wait_ready 7510
 python3 - "$ROWS" <<'PY' | redis-cli -p 7510 --pipe | tail -1
@@ -51,4 +55,6 @@ out.write(b"".join(buf))
 PY
 echo "DBSIZE: $(redis-cli -p 7510 dbsize)"
 sleep 2
-echo "RSS engine=memory rows=$ROWS of 10x100 B: $(rss_mb $pid) MB"
+echo "RSS engine=memory rows=$ROWS of 10x100 B memory-limit-bytes=$limit: $(rss_mb $pid) MB (peak $(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/$pid/status) MB)"
+kill $pid; wait $pid 2>/dev/null || true
+done
