@@ -4,6 +4,8 @@
 # apt-get install redis-server redis-tools). Usage:
 #
 #   scripts/bench-vs-redis.sh [requests] [repeats]     (defaults: 200000, 3)
+#   KURA_GOMAXPROCS=1 scripts/bench-vs-redis.sh          kura limited to one core, like
+#                                                        redis-server's one event-loop thread
 #
 # Every target is started fresh on its own port, warmed with the same SETs, then measured
 # with SET and GET at 100 B and 1 KB values, 50 clients, no pipelining, over a keyspace of
@@ -24,12 +26,14 @@ go build -o "$WORK/kura" ./cmd/kura
 
 # target NAME PORT COMMAND...: a server to measure.
 declare -A CMDS
+KENV=""
+if [ -n "${KURA_GOMAXPROCS:-}" ]; then KENV="env GOMAXPROCS=$KURA_GOMAXPROCS "; fi
 TARGETS=(redis kura-memory kura-lsm-periodic kura-lsm-sync kura-btree)
 CMDS[redis]="redis-server --port 7400 --save '' --appendonly no --daemonize no"
-CMDS[kura-memory]="$WORK/kura server --engine memory --listen 127.0.0.1:7401 --admin-listen '' --data-dir $WORK/memory"
-CMDS[kura-lsm-periodic]="$WORK/kura server --engine lsm --durability periodic --listen 127.0.0.1:7402 --admin-listen '' --data-dir $WORK/lsmp"
-CMDS[kura-lsm-sync]="$WORK/kura server --engine lsm --durability sync --listen 127.0.0.1:7403 --admin-listen '' --data-dir $WORK/lsms"
-CMDS[kura-btree]="$WORK/kura server --engine btree --durability periodic --listen 127.0.0.1:7404 --admin-listen '' --data-dir $WORK/btree"
+CMDS[kura-memory]="${KENV}$WORK/kura server --engine memory --listen 127.0.0.1:7401 --admin-listen '' --data-dir $WORK/memory"
+CMDS[kura-lsm-periodic]="${KENV}$WORK/kura server --engine lsm --durability periodic --listen 127.0.0.1:7402 --admin-listen '' --data-dir $WORK/lsmp"
+CMDS[kura-lsm-sync]="${KENV}$WORK/kura server --engine lsm --durability sync --listen 127.0.0.1:7403 --admin-listen '' --data-dir $WORK/lsms"
+CMDS[kura-btree]="${KENV}$WORK/kura server --engine btree --durability periodic --listen 127.0.0.1:7404 --admin-listen '' --data-dir $WORK/btree"
 declare -A PORTS=([redis]=7400 [kura-memory]=7401 [kura-lsm-periodic]=7402 [kura-lsm-sync]=7403 [kura-btree]=7404)
 
 for t in "${TARGETS[@]}"; do
@@ -41,7 +45,7 @@ for t in "${TARGETS[@]}"; do
   redis-cli -p "${PORTS[$t]}" ping >/dev/null || { FAILED=1; echo "$t did not start; logs in $WORK" >&2; exit 1; }
 done
 
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) requests=$N repeats=$REPEATS clients=$CLIENTS keyspace=$KEYSPACE"
+echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) requests=$N repeats=$REPEATS clients=$CLIENTS keyspace=$KEYSPACE kura_gomaxprocs=${KURA_GOMAXPROCS:-default($(nproc))}"
 RESULTS="$WORK/results.csv"
 : >"$RESULTS"
 for size in 100 1024; do

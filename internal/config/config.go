@@ -67,7 +67,7 @@ func Default() Config {
 		SyncInterval:         time.Second,
 		TombstoneGrace:       10 * 24 * time.Hour,
 		ShutdownTimeout:      30 * time.Second,
-		LSMCacheSizeBytes:    64 << 20,
+		LSMCacheSizeBytes:    256 << 20,
 		LSMMemTableSizeBytes: 32 << 20,
 		MaxKeyBytes:          64 << 10,
 		MaxValueBytes:        16 << 20,
@@ -91,7 +91,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync period in periodic durability")
 	fs.DurationVar(&c.TombstoneGrace, "tombstone-grace", c.TombstoneGrace, "how long deletes and expired cells are kept before a rewrite may drop them")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown waits for in-flight requests before closing connections")
-	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache size")
+	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache capacity; it fills only as data is read, so it costs nothing at idle. With blind writes a key's versions sit in several files until compaction, and reads slow down sharply once those blocks miss the cache")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")

@@ -1,0 +1,127 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/engine"
+)
+
+func testConfig(t *testing.T, eng string) config.Config {
+	c := config.Default()
+	c.Engine = eng
+	c.DataDir = t.TempDir()
+	c.Listen = "127.0.0.1:0"
+	c.AdminListen = "127.0.0.1:0"
+	return c
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestNodeServesClientsMetricsAndHealth(t *testing.T) {
+	n, err := Start(testConfig(t, "btree"), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	info := c.Info(ctx, "engine").Val()
+	for _, want := range []string{"engine:btree", "engine_role:read-optimized", "durability:sync", "rows_estimate:1"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO engine lacks %q:\n%s", want, info)
+		}
+	}
+	if code, body := get(t, "http://"+n.AdminAddr()+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	_, metrics := get(t, "http://"+n.AdminAddr()+"/metrics")
+	for _, want := range []string{
+		`kura_engine_rows_estimate{engine="btree",role="read-optimized"} 1`,
+		`kura_resp_requests_total{command="set",result="ok"} 1`,
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, "k").Err(); err == nil {
+		t.Fatal("the node still serves after Shutdown")
+	}
+}
+
+func TestRestartedNodeReopensItsDataAndSecondNodeIsLockedOut(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(cfg, quiet()); !errors.Is(err, engine.ErrLocked) {
+		t.Fatalf("second node on one data dir: %v, want ErrLocked", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	if err := c.HSet(context.Background(), "h", "f", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	defer n.Shutdown(context.Background())
+	c = redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	if got := c.HGet(context.Background(), "h", "f").Val(); got != "1" {
+		t.Fatalf("after restart HGET = %q", got)
+	}
+}
+
+func TestFailedStartLeavesNothingRunning(t *testing.T) {
+	cfg := testConfig(t, "memory")
+	first, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Shutdown(context.Background())
+	// Same client address: the engine opens, the listener fails, and everything
+	// (engine, data directory lock) must be released again.
+	cfg2 := testConfig(t, "lsm")
+	cfg2.Listen = first.Addr()
+	if _, err := Start(cfg2, quiet()); err == nil {
+		t.Fatal("start on a busy address succeeded")
+	}
+	cfg2.Listen = "127.0.0.1:0"
+	n, err := Start(cfg2, quiet())
+	if err != nil {
+		t.Fatalf("data dir still held after a failed start: %v", err)
+	}
+	n.Shutdown(context.Background())
+}
