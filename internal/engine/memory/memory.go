@@ -153,8 +153,9 @@ func (d *DB) mergeLocked(m *row.Mutation, now, grace int64) error {
 		return nil
 	}
 	d.scratch = row.AppendEncode(append(d.scratch[:0], m.Key...), &merged)
-	kv := make([]byte, len(d.scratch)) // exact size: the scratch buffer's slack is not kept
-	copy(kv, d.scratch)
+	// A copy of exactly the encoding, so the scratch buffer's slack is not kept. bytes.Clone
+	// takes memory of the same size class as make would, but skips zeroing it first.
+	kv := bytes.Clone(d.scratch)
 	if cap(d.scratch) > maxScratchBytes {
 		d.scratch = nil
 	}
