@@ -157,7 +157,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 func (n *Node) closeAll(ctx context.Context) error {
 	var errs []error
 	if n.resp != nil {
-		errs = append(errs, n.resp.Close())
+		errs = append(errs, n.resp.Shutdown(ctx))
 		if n.respLn != nil {
 			if err := <-n.respDone; err != nil && !errors.Is(err, resp.ErrServerClosed) {
 				errs = append(errs, err)

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -187,12 +188,24 @@ func (s *Server) forget(nc net.Conn) {
 	s.wg.Done()
 }
 
-// Close stops accepting connections, lets every connection finish the commands it has
-// already read and write their replies (for up to closeWriteGrace), closes the
-// connections, and returns once all their goroutines have ended. Commands in flight in
-// the Store are waited for, however long they take. Close does not close the Store and is
-// safe to call more than once.
-func (s *Server) Close() error {
+// Close is Shutdown with closeWriteGrace (5 s) for the last replies.
+func (s *Server) Close() error { return s.shutdown(time.Now().Add(closeWriteGrace)) }
+
+// Shutdown stops accepting connections, lets every connection finish the commands it has
+// already read and write their replies until ctx's deadline (closeWriteGrace when ctx has
+// none), closes the connections, and returns once all their goroutines have ended.
+// Commands in flight in the Store are waited for, however long they take: cutting one off
+// would leave its outcome unknown to the client. Shutdown does not close the Store and is
+// safe to call more than once, as is Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(closeWriteGrace)
+	}
+	return s.shutdown(deadline)
+}
+
+func (s *Server) shutdown(writeDeadline time.Time) error {
 	s.mu.Lock()
 	var err error
 	if !s.closing.Swap(true) {
@@ -207,7 +220,7 @@ func (s *Server) Close() error {
 		now := time.Now()
 		for nc := range s.conns {
 			nc.SetReadDeadline(now)
-			nc.SetWriteDeadline(now.Add(closeWriteGrace))
+			nc.SetWriteDeadline(writeDeadline)
 		}
 	}
 	s.mu.Unlock()

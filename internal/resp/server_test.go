@@ -350,6 +350,30 @@ func TestServerCloseFinishesCommandsInFlight(t *testing.T) {
 	check(t, "write applied", store.dump("k", testEpoch), "deleted=t-1\n\"\\x00\" ts=t+0 value=\"v\"\n")
 }
 
+// TestServerShutdownDeadlineBoundsTheLastReplies checks that Shutdown still waits for a
+// command running in the store (its write lands) but writes no reply past ctx's deadline.
+func TestServerShutdownDeadlineBoundsTheLastReplies(t *testing.T) {
+	checkLeaks(t)
+	store := &blockingStore{newMemStore(), make(chan struct{}), make(chan struct{})}
+	ts := startServer(t, Config{Store: store})
+	busy := dialRaw(t, ts.addr)
+	busy.send("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	<-store.entered
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now()) // already passed
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ts.srv.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) while a command was in the store", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(store.release)
+	check(t, "shutdown", <-done, nil)
+	busy.expectClosed() // the reply's deadline had passed: no "+OK", just the close
+	check(t, "write applied", store.dump("k", testEpoch), "deleted=t-1\n\"\\x00\" ts=t+0 value=\"v\"\n")
+}
+
 func TestServerRejectsUseAfterClose(t *testing.T) {
 	checkLeaks(t)
 	srv, err := New(Config{Store: newMemStore()})
