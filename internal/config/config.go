@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kuradb/kura/internal/engine"
 	"gopkg.in/yaml.v3"
 )
 
@@ -65,7 +67,7 @@ func Default() Config {
 		AdminListen:          "127.0.0.1:9380",
 		Durability:           "sync",
 		SyncInterval:         time.Second,
-		TombstoneGrace:       10 * 24 * time.Hour,
+		TombstoneGrace:       engine.DefaultGracePeriod,
 		ShutdownTimeout:      30 * time.Second,
 		LSMCacheSizeBytes:    256 << 20,
 		LSMMemTableSizeBytes: 32 << 20,

@@ -83,16 +83,6 @@ func Merge(a, b Row) Row {
 	return out
 }
 
-// MergeInto merges src into dst in place where it can, reusing dst's Cells array when
-// src's cells only replace dst's; it is Merge with fewer allocations for engines that keep
-// merging into one accumulator.
-func MergeInto(dst *Row, src Row) {
-	if len(src.Cells) == 0 && src.Deleted <= dst.Deleted {
-		return
-	}
-	*dst = Merge(*dst, src)
-}
-
 // Purge drops from r what no reader will ever need again, given that the caller's rewrite
 // sees every older version of the row (the bottom of an LSM, or a B-tree's single copy):
 // tombstones and expired cells older than nowMicros-graceMicros, and a row tombstone older
