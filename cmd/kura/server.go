@@ -41,10 +41,13 @@ finishes requests in flight, flushes and closes the engine.`,
 
 func runServer(cfg config.Config) error {
 	log := newLogger(cfg)
+	// Process-wide settings, so the binary makes them rather than the node package, which
+	// tests run several times in one process.
 	if cfg.MemoryLimitBytes > 0 {
-		// Process-wide, so the binary sets it rather than the node package, which tests
-		// run several times in one process.
 		debug.SetMemoryLimit(cfg.MemoryLimitBytes)
+	}
+	if pct := cfg.EffectiveGCPercent(os.Getenv("GOGC")); pct > 0 {
+		debug.SetGCPercent(pct)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

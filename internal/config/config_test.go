@@ -131,3 +131,25 @@ func firstDiff(a, b string) string {
 	}
 	return "lengths differ"
 }
+
+func TestGCPercentIsTightenedForTheMemoryEngineUnlessToldOtherwise(t *testing.T) {
+	cases := []struct {
+		engine string
+		flag   int
+		env    string
+		want   int
+	}{
+		{"memory", 0, "", MemoryEngineGCPercent},
+		{"lsm", 0, "", 0},
+		{"memory", 0, "200", 0}, // GOGC in the environment: the runtime already has it
+		{"memory", 50, "200", 50},
+		{"btree", 80, "", 80},
+	}
+	for _, tc := range cases {
+		c := Default()
+		c.Engine, c.GCPercent = tc.engine, tc.flag
+		if got := c.EffectiveGCPercent(tc.env); got != tc.want {
+			t.Errorf("engine %s, gc_percent %d, GOGC %q: got %d, want %d", tc.engine, tc.flag, tc.env, got, tc.want)
+		}
+	}
+}
