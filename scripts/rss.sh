@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Memory figures for docs/benchmarks.md: the idle RSS of a kura node per engine, and the RSS
 # of the memory engine holding ROWS rows of 1 KB (10 hash fields of 100 B, the bench row
-# shape), loaded with redis-cli --pipe, once with the Go runtime's defaults and once with
-# --memory-limit-bytes LIMIT. Usage: scripts/rss.sh [rows] [limit] (defaults 1000000,
-# 1500000000).
+# shape), loaded with redis-cli --pipe, three times: with kura's defaults (gc_percent 25 for
+# the memory engine), with Go's own GOGC 100 (--gc-percent 100), and with a soft memory
+# limit (--memory-limit-bytes LIMIT). Usage: scripts/rss.sh [rows] [limit] (defaults
+# 1000000, 1500000000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-1000000}
@@ -29,8 +30,9 @@ for eng in lsm btree memory; do
   port=$((port+1))
 done
 
-for limit in 0 "$LIMIT"; do
-"$WORK/kura" server --engine memory --listen 127.0.0.1:7510 --admin-listen '' --data-dir "$WORK/mem1m-$limit" --memory-limit-bytes "$limit" >/dev/null 2>&1 &
+for variant in "" "--gc-percent 100" "--memory-limit-bytes $LIMIT"; do
+dir="$WORK/mem1m-$RANDOM"
+"$WORK/kura" server --engine memory --listen 127.0.0.1:7510 --admin-listen '' --data-dir "$dir" $variant >/dev/null 2>&1 &
 pid=$!
 wait_ready 7510
 python3 - "$ROWS" <<'PY' | redis-cli -p 7510 --pipe | tail -1
@@ -55,6 +57,6 @@ out.write(b"".join(buf))
 PY
 echo "DBSIZE: $(redis-cli -p 7510 dbsize)"
 sleep 2
-echo "RSS engine=memory rows=$ROWS of 10x100 B memory-limit-bytes=$limit: $(rss_mb $pid) MB (peak $(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/$pid/status) MB)"
+echo "RSS engine=memory rows=$ROWS of 10x100 B flags=[${variant:-defaults}]: $(rss_mb $pid) MB (peak $(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/$pid/status) MB)"
 kill $pid; wait $pid 2>/dev/null || true
 done
