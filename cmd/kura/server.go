@@ -51,6 +51,7 @@ func runServer(cfg config.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	node.Version = version
 	n, err := node.Start(cfg, log)
 	if err != nil {
 		return err
