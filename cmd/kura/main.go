@@ -1,5 +1,5 @@
 // Command kura is kura's one binary: the node server and, in later issues, the local
-// cluster, the benchmark tool, the admin client and the simulator, each a subcommand.
+// cluster, the admin client and the simulator, each a subcommand; and the benchmark tool.
 package main
 
 import (
@@ -26,7 +26,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }
 
