@@ -44,6 +44,9 @@ type Options struct {
 	MemTableSizeBytes uint64
 	// Logger receives pebble's log lines and background errors; nil discards them.
 	Logger *slog.Logger
+	// CollapseOperands is the number of merge operands a read of one key may merge before
+	// the key is rewritten as one value (see collapser); default 16, negative disables.
+	CollapseOperands int
 }
 
 func (o Options) withDefaults() Options {
@@ -56,6 +59,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CollapseOperands == 0 {
+		o.CollapseOperands = DefaultCollapseOperands
 	}
 	return o
 }
@@ -76,7 +82,8 @@ type DB struct {
 	itersMu sync.Mutex
 	iters   map[*iterator]struct{} // open iterators, closed by Close
 
-	syncer *syncer // nil unless Durability is Periodic
+	syncer    *syncer    // nil unless Durability is Periodic
+	collapser *collapser // nil when CollapseOperands < 0
 
 	// Totals of what Apply wrote, to turn the WAL's size into a number of entries.
 	appliedOps, appliedBytes atomic.Int64
@@ -94,6 +101,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
 	}
 	db := &DB{dir: dir, opts: opts, lock: lock, iters: make(map[*iterator]struct{})}
+	if opts.CollapseOperands > 0 {
+		db.collapser = newCollapser(db)
+	}
 	cache := pebble.NewCache(opts.CacheSizeBytes)
 	defer cache.Unref() // pebble holds its own reference while open
 	db.pdb, err = pebble.Open(dir, db.pebbleOptions(cache))
@@ -103,6 +113,9 @@ func Open(dir string, opts Options) (*DB, error) {
 			err = fmt.Errorf("%w: %w", engine.ErrLocked, err)
 		}
 		return nil, wrapErr("open "+dir, err)
+	}
+	if db.collapser != nil {
+		db.collapser.start()
 	}
 	db.wo = pebble.Sync
 	if opts.Durability == engine.Periodic {
@@ -124,7 +137,7 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 		Cache:              cache,
 		MemTableSize:       db.opts.MemTableSizeBytes,
 		FormatMajorVersion: formatVersion,
-		Merger:             newMerger(db.opts.Clock, db.opts.GracePeriod.Microseconds()),
+		Merger:             newMerger(db.opts.Clock, db.opts.GracePeriod.Microseconds(), db.requestCollapse),
 		Logger:             pebbleLogger{db.opts.Logger},
 		EventListener:      eventListener(db.opts.Logger),
 	}
@@ -189,6 +202,16 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	if b.Empty() {
 		return b.Close()
 	}
+	if db.collapser != nil {
+		unlock := db.collapser.lockBatch(func(yield func([]byte) bool) {
+			for i := range batch {
+				if !yield(batch[i].Key) {
+					return
+				}
+			}
+		})
+		defer unlock() // held until the batch is visible: see collapser
+	}
 	ops, size := int64(b.Count()), int64(b.Len())
 	if err := db.pdb.Apply(b, db.wo); err != nil {
 		return wrapErr("apply", err) // pebble's own Merge does not reuse a failed batch either
@@ -196,6 +219,22 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	db.appliedOps.Add(ops)
 	db.appliedBytes.Add(size)
 	return b.Close()
+}
+
+// requestCollapse is the merge operator's hook for long operand chains.
+func (db *DB) requestCollapse(key []byte, operands int) {
+	if db.collapser != nil {
+		db.collapser.request(key, operands)
+	}
+}
+
+// Collapsed returns how many keys were rewritten as one value because reads merged long
+// operand chains.
+func (db *DB) Collapsed() int64 {
+	if db.collapser == nil {
+		return 0
+	}
+	return db.collapser.collapsed.Load()
 }
 
 // encodeBufs holds scratch buffers for encoding rows; b.Merge copies what it is given.
@@ -258,6 +297,9 @@ func (db *DB) Flush() error {
 // it return engine.ErrClosed. It is safe to call more than once.
 func (db *DB) Close() error {
 	db.syncer.stop() // before taking mu: the syncer takes it shared
+	if db.collapser != nil {
+		db.collapser.close() // likewise, and it holds stripes Apply waits for
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +278,58 @@ func TestStatsEstimateRows(t *testing.T) {
 	if s := db.Stats(); s.RowsEstimate < n/2 || s.RowsEstimate > 2*n || s.DiskBytes <= 0 {
 		t.Errorf("after flush: %+v, want about %d rows and some disk", s, n)
 	}
+}
+
+func TestHotKeyIsCollapsedWithoutLosingConcurrentWrites(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{Options: engine.Options{Durability: engine.Periodic}, CollapseOperands: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const writers, perWriter = 6, 300
+	key := []byte("hot")
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				col := fmt.Appendf(nil, "w%d-%d", w, i)
+				m := row.Mutation{Key: key, Row: row.Row{Cells: []row.Cell{{Name: col, Value: col, Timestamp: int64(1 + i)}}}}
+				if err := db.Apply([]row.Mutation{m}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := db.Get(key); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	r, found, err := db.Get(key)
+	if err != nil || !found {
+		t.Fatalf("get: %v %v", found, err)
+	}
+	if len(r.Cells) != writers*perWriter {
+		t.Errorf("row has %d cells, want %d: a collapse lost writes", len(r.Cells), writers*perWriter)
+	}
+	if db.Collapsed() == 0 {
+		t.Error("reads of a key with hundreds of operands collapsed nothing")
+	}
+	t.Logf("%d collapses", db.Collapsed())
 }

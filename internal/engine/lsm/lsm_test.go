@@ -8,20 +8,33 @@ import (
 	"github.com/kuradb/kura/internal/engine/lsm"
 )
 
-func factory() enginetest.Factory {
+func factory() enginetest.Factory { return factoryWith("lsm", 0) }
+
+// eagerCollapse collapses a key as soon as a read merges two operands, so that the
+// shared suites run with collapses racing every write, read, crash and reopen.
+func eagerCollapse() enginetest.Factory { return factoryWith("lsm-eager-collapse", 2) }
+
+func factoryWith(name string, collapseOperands int) enginetest.Factory {
 	return enginetest.Factory{
-		Name:       "lsm",
+		Name:       name,
 		Persistent: true,
 		CrashSafe:  true,
 		Open: func(dir string, o engine.Options) (engine.Engine, error) {
-			return lsm.Open(dir, lsm.Options{Options: o})
+			return lsm.Open(dir, lsm.Options{Options: o, CollapseOperands: collapseOperands})
 		},
 	}
 }
 
-func TestMain(m *testing.M)        { enginetest.Main(m, factory()) }
+// The crash child is the eager-collapse engine: crash safety with collapses in flight is
+// the stronger claim.
+func TestMain(m *testing.M) { enginetest.Main(m, eagerCollapse()) }
+
 func TestConformance(t *testing.T) { enginetest.RunConformance(t, factory()) }
 func TestMetamorphic(t *testing.T) { enginetest.RunMetamorphic(t, factory()) }
-func TestCrash(t *testing.T)       { enginetest.RunCrash(t, factory()) }
 func TestCorruption(t *testing.T)  { enginetest.RunCorruption(t, factory()) }
+func TestCrash(t *testing.T)       { enginetest.RunCrash(t, eagerCollapse()) }
+
+func TestConformanceWithEagerCollapse(t *testing.T) { enginetest.RunConformance(t, eagerCollapse()) }
+func TestMetamorphicWithEagerCollapse(t *testing.T) { enginetest.RunMetamorphic(t, eagerCollapse()) }
+
 func BenchmarkEngine(b *testing.B) { enginetest.RunBenchmarks(b, factory()) }

@@ -18,14 +18,16 @@ const MergerName = "kura.row.v1"
 
 // newMerger returns the pebble merge operator for encoded rows. now and graceMicros drive
 // Purge; now must be safe for concurrent use because compactions run in background
-// goroutines.
-func newMerger(now engine.Clock, graceMicros int64) *pebble.Merger {
+// goroutines. longChain, if not nil, is told each key and operand count merged, from any
+// goroutine; it must not block.
+func newMerger(now engine.Clock, graceMicros int64, longChain func(key []byte, operands int)) *pebble.Merger {
 	pool := &sync.Pool{New: func() any { return new(rowMerger) }}
 	return &pebble.Merger{
 		Name: MergerName,
 		Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 			m := pool.Get().(*rowMerger)
 			m.reset(pool, now, graceMicros, key)
+			m.longChain = longChain
 			m.add(value)
 			return m, nil
 		},
@@ -55,6 +57,7 @@ type rowMerger struct {
 	buf         []byte // operands back to back; pebble keeps ownership of what it passes
 	ends        []int  // end offset of each operand in buf
 	out         []byte // the encoded result
+	longChain   func(key []byte, operands int)
 }
 
 func (m *rowMerger) reset(pool *sync.Pool, now engine.Clock, graceMicros int64, key []byte) {
@@ -82,6 +85,9 @@ func (m *rowMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	merged, changed, err := m.merge()
 	if err != nil {
 		return nil, nil, err
+	}
+	if m.longChain != nil && len(m.ends) > 1 {
+		m.longChain(m.key, len(m.ends))
 	}
 	if includesBase {
 		cells, deleted := len(merged.Cells), merged.Deleted
