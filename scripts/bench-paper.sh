@@ -8,7 +8,9 @@
 #
 # Environment: RECORDS (100000 records of 10 x 100 B = 1 KB), THREADS (16), RUN (20s
 # measured per workload and target), WARMUP (5s), ZIPF (0.99), DURABILITY (kura's
-# --durability, default sync; redis-server runs without persistence).
+# --durability, default sync; redis-server runs without persistence), WITH_CASSANDRA=1 to
+# add a single-node Apache Cassandra (scripts/cassandra.sh; about 1.5 GB of memory,
+# consistency ONE, warmed for CASSANDRA_WARMUP, default 30s, because its JIT needs it).
 #
 # Every server is started fresh on its own port and loaded with the same records. Then,
 # workload by workload, the targets take turns (so that machine noise hits them alike),
@@ -26,7 +28,14 @@ ZIPF=${ZIPF:-0.99}
 DURABILITY=${DURABILITY:-sync}
 WORK=$(mktemp -d /tmp/kura-paper.XXXXXX)
 PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null || true; sleep 0.5; [ -n "${FAILED:-}" ] || rm -rf "$WORK"' EXIT
+CASSANDRA_WARMUP=${CASSANDRA_WARMUP:-30s}
+cleanup() {
+  kill "${PIDS[@]}" 2>/dev/null || true
+  if [ -n "${WITH_CASSANDRA:-}" ]; then scripts/cassandra.sh stop "$WORK/cassandra" >/dev/null 2>&1 || true; fi
+  sleep 0.5
+  [ -n "${FAILED:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
 
 command -v redis-server >/dev/null || { echo "redis-server is needed: apt-get install redis-server" >&2; exit 1; }
 go build -o "$WORK/kura" ./cmd/kura
@@ -43,6 +52,14 @@ for e in lsm btree memory; do
 done
 redis-server --port "${PORTS[redis]}" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
+declare -A ADDR WARM
+for t in "${TARGETS[@]}"; do ADDR[$t]="127.0.0.1:${PORTS[$t]}"; WARM[$t]=$WARMUP; done
+if [ -n "${WITH_CASSANDRA:-}" ]; then
+  CASSANDRA_PORT=7415 CASSANDRA_STORAGE_PORT=7416 scripts/cassandra.sh start "$WORK/cassandra" >"$WORK/cassandra.start.log" 2>&1 ||
+    { FAILED=1; echo "cassandra did not start; logs in $WORK" >&2; exit 1; }
+  ADDR[cassandra]="cql://127.0.0.1:7415/ycsb?createschema=true&consistency=ONE"
+  WARM[cassandra]=$CASSANDRA_WARMUP
+fi
 for t in "${TARGETS[@]}"; do
   for _ in $(seq 50); do redis-cli -p "${PORTS[$t]}" ping >/dev/null 2>&1 && break; sleep 0.2; done
   redis-cli -p "${PORTS[$t]}" ping >/dev/null || { FAILED=1; echo "$t did not start; logs in $WORK" >&2; exit 1; }
@@ -50,20 +67,24 @@ done
 
 echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP zipf=$ZIPF durability=$DURABILITY" | tee "$OUT/conditions.txt"
 COMMON=(--records "$RECORDS" --threads "$THREADS" -p "zipfianconstant=$ZIPF" --progress none --seed 42)
+if [ -n "${WITH_CASSANDRA:-}" ]; then TARGETS+=(cassandra); fi
 for t in "${TARGETS[@]}"; do
-  "$KURA" bench load --target "127.0.0.1:${PORTS[$t]}" --label "$t" -w read-heavy "${COMMON[@]}" \
+  "$KURA" bench load --target "${ADDR[$t]}" --label "$t" -w read-heavy "${COMMON[@]}" \
     --out "$OUT/load/$t" --plots=false | head -1
 done
 for w in write-only write-heavy read-heavy read-only; do
   for t in "${TARGETS[@]}"; do
-    "$KURA" bench run --target "127.0.0.1:${PORTS[$t]}" --label "$t" -w "$w" "${COMMON[@]}" \
-      --duration "$RUN" --warmup "$WARMUP" --out "$OUT/$w/$t" | head -1
+    "$KURA" bench run --target "${ADDR[$t]}" --label "$t" -w "$w" "${COMMON[@]}" \
+      --duration "$RUN" --warmup "${WARM[$t]}" --out "$OUT/$w/$t" | head -1
   done
   "$KURA" bench run --target noop --label "noop-client" -w "$w" "${COMMON[@]}" --duration 5s \
     --out "$OUT/$w/noop-client" --plots=false | head -1
 done
 echo "# RSS after the runs (MiB):"
-for i in "${!TARGETS[@]}"; do
+for i in "${!PIDS[@]}"; do
   echo "${TARGETS[$i]} $(( $(ps -o rss= -p "${PIDS[$i]}") / 1024 ))"
 done | tee -a "$OUT/conditions.txt"
+if [ -n "${WITH_CASSANDRA:-}" ]; then
+  echo "cassandra $(( $(ps -o rss= -p "$(cat "$WORK/cassandra/cassandra.pid")") / 1024 ))" | tee -a "$OUT/conditions.txt"
+fi
 "$KURA" bench report "$OUT" --out "$OUT/report" --baseline redis --title "Paper workloads, single node"
