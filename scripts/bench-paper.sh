@@ -70,15 +70,15 @@ COMMON=(--records "$RECORDS" --threads "$THREADS" -p "zipfianconstant=$ZIPF" --p
 if [ -n "${WITH_CASSANDRA:-}" ]; then TARGETS+=(cassandra); fi
 for t in "${TARGETS[@]}"; do
   "$KURA" bench load --target "${ADDR[$t]}" --label "$t" -w read-heavy "${COMMON[@]}" \
-    --out "$OUT/load/$t" --plots=false | head -1
+    --out "$OUT/load/$t" --plots=false | sed -n 1p
 done
 for w in write-only write-heavy read-heavy read-only; do
   for t in "${TARGETS[@]}"; do
     "$KURA" bench run --target "${ADDR[$t]}" --label "$t" -w "$w" "${COMMON[@]}" \
-      --duration "$RUN" --warmup "${WARM[$t]}" --out "$OUT/$w/$t" | head -1
+      --duration "$RUN" --warmup "${WARM[$t]}" --out "$OUT/$w/$t" | sed -n 1p
   done
   "$KURA" bench run --target noop --label "noop-client" -w "$w" "${COMMON[@]}" --duration 5s \
-    --out "$OUT/$w/noop-client" --plots=false | head -1
+    --out "$OUT/$w/noop-client" --plots=false | sed -n 1p
 done
 echo "# RSS after the runs (MiB):"
 for i in "${!PIDS[@]}"; do
