@@ -15,8 +15,9 @@
 # Every server is started fresh on its own port and loaded with the same records. Then,
 # workload by workload, the targets take turns (so that machine noise hits them alike),
 # and finally an in-process no-op target runs the same workload to show what the client
-# alone can drive. `kura bench report` renders OUT/report/report.md with charts. The RSS of
-# every server is printed at the end.
+# alone can drive (saved under OUT/client-ceiling, left out of the report's charts).
+# `kura bench report` renders OUT/report/report.md with charts. The RSS of every server is
+# printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/paper}
@@ -78,7 +79,7 @@ for w in write-only write-heavy read-heavy read-only; do
       --duration "$RUN" --warmup "${WARM[$t]}" --out "$OUT/$w/$t" | sed -n 1p
   done
   "$KURA" bench run --target noop --label "noop-client" -w "$w" "${COMMON[@]}" --duration 5s \
-    --out "$OUT/$w/noop-client" --plots=false | sed -n 1p
+    --out "$OUT/client-ceiling/$w" --plots=false | sed -n 1p
 done
 echo "# RSS after the runs (MiB):"
 for i in "${!PIDS[@]}"; do
@@ -87,4 +88,5 @@ done | tee -a "$OUT/conditions.txt"
 if [ -n "${WITH_CASSANDRA:-}" ]; then
   echo "cassandra $(( $(ps -o rss= -p "$(cat "$WORK/cassandra/cassandra.pid")") / 1024 ))" | tee -a "$OUT/conditions.txt"
 fi
-"$KURA" bench report "$OUT" --out "$OUT/report" --baseline redis --title "Paper workloads, single node"
+"$KURA" bench report "$OUT/load" "$OUT/write-only" "$OUT/write-heavy" "$OUT/read-heavy" "$OUT/read-only" \
+  --out "$OUT/report" --baseline redis --title "Paper workloads, single node"

@@ -28,6 +28,10 @@ var cdfQuantiles = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.
 // follow an injected clock.
 type recorder struct {
 	start  time.Time // second 1 starts here
+	// maxSec, when positive, is the last second of a time-limited phase: operations
+	// admitted before the limit that complete after it count in that second, so that the
+	// series does not end with a sliver of a second that looks like a collapse.
+	maxSec int
 	shards []*shard
 	done   atomic.Int64 // operations recorded, for progress lines
 	errs   atomic.Int64
@@ -70,6 +74,9 @@ func newIntervalHist() *hdr.Histogram { return hdr.New(1, histMaxNs, intervalSig
 func (rec *recorder) record(shardIdx int, kind OpKind, end time.Time, latency time.Duration, failed, notFound bool) {
 	ns := min(max(int64(latency), 1), histMaxNs)
 	sec := int64(secondOf(end.Sub(rec.start)))
+	if rec.maxSec > 0 {
+		sec = min(sec, int64(rec.maxSec))
+	}
 	sh := rec.shards[shardIdx%len(rec.shards)]
 	sh.mu.Lock()
 	if sec != sh.sec.Load() {
@@ -196,6 +203,9 @@ func (rec *recorder) finish(lastSec int, elapsed time.Duration) ([]OpStats, []In
 		sh.mu.Lock()
 		rec.flush(sh)
 		sh.mu.Unlock()
+	}
+	if rec.maxSec > 0 {
+		lastSec = min(lastSec, rec.maxSec)
 	}
 	rec.mu.Lock()
 	for s := range rec.seconds {

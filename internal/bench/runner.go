@@ -124,6 +124,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.end = r.measure.Add(cfg.Duration)
 	}
 	r.rec = newRecorder(r.measure, min(cfg.Threads, 2*runtime.GOMAXPROCS(0)))
+	if cfg.Duration > 0 {
+		r.rec.maxSec = secondOf(cfg.Duration)
+	}
 
 	stopProgress := r.startProgress()
 	var wg sync.WaitGroup

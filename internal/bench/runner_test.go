@@ -170,15 +170,17 @@ func TestWarmUpIsExecutedButNotMeasured(t *testing.T) {
 
 func TestDurationLimitAndPerSecondSeries(t *testing.T) {
 	clock := newFakeClock()
-	target := &stallTarget{clock: clock, service: 10 * time.Millisecond, stallAt: -1}
+	// 7 ms operations: the last one admitted before 3 s completes after it, and must be
+	// counted in second 3, not in a fourth second of its own.
+	target := &stallTarget{clock: clock, service: 7 * time.Millisecond, stallAt: -1}
 	w, _ := NamedWorkload("write-heavy")
 	res, err := Run(context.Background(), Config{Workload: w, Phase: PhaseRun, Target: target,
 		Threads: 1, Duration: 3 * time.Second, Clock: clock, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Ops != 300 {
-		t.Errorf("3 s of 10 ms operations measured %d, want 300", res.Ops)
+	if res.Ops != 429 { // admitted at 0, 7, ..., 2996 ms
+		t.Errorf("3 s of 7 ms operations measured %d, want 429", res.Ops)
 	}
 	var totals []Interval
 	sum := map[string]int64{}
@@ -192,8 +194,8 @@ func TestDurationLimitAndPerSecondSeries(t *testing.T) {
 		t.Fatalf("series has %d seconds, want 3: %+v", len(totals), totals)
 	}
 	for i, s := range totals {
-		if s.T != i+1 || s.Count < 99 || s.Count > 101 {
-			t.Errorf("second %d: %+v, want T=%d with about 100 operations", i, s, i+1)
+		if s.T != i+1 || s.Count < 142 || s.Count > 144 {
+			t.Errorf("second %d: %+v, want T=%d with about 143 operations", i, s, i+1)
 		}
 	}
 	for _, op := range res.Operations {
