@@ -27,7 +27,7 @@ var cdfQuantiles = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.
 // figures are bucketed by completion time, not by a ticker, so that they are exact and
 // follow an injected clock.
 type recorder struct {
-	start  time.Time // second 1 starts here
+	start time.Time // second 1 starts here
 	// maxSec, when positive, is the last second of a time-limited phase: operations
 	// admitted before the limit that complete after it count in that second, so that the
 	// series does not end with a sliver of a second that looks like a collapse.

@@ -118,28 +118,27 @@ func sorted(results []*bench.Result) []*bench.Result {
 
 // labels returns the distinct labels, sorted.
 func labels(results []*bench.Result) []string {
+	out := distinct(results, func(r *bench.Result) string { return r.Label })
+	sort.Strings(out)
+	return out
+}
+
+// distinct returns the distinct values of key over results, in first-seen order.
+func distinct(results []*bench.Result, key func(*bench.Result) string) []string {
 	var out []string
 	seen := make(map[string]bool)
 	for _, r := range results {
-		if !seen[r.Label] {
-			seen[r.Label] = true
-			out = append(out, r.Label)
+		if k := key(r); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 
 // workloads returns the distinct workloads in report order.
 func workloads(results []*bench.Result) []string {
-	var out []string
-	seen := make(map[string]bool)
-	for _, r := range results {
-		if !seen[r.Workload] {
-			seen[r.Workload] = true
-			out = append(out, r.Workload)
-		}
-	}
+	out := distinct(results, func(r *bench.Result) string { return r.Workload })
 	sort.SliceStable(out, func(i, j int) bool { return compareWorkloads(out[i], out[j]) < 0 })
 	return out
 }
