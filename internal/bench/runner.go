@@ -104,12 +104,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg = r.cfg // with defaults
 	clients, err := openClients(ctx, cfg.Target, cfg.Threads)
 	if err != nil {
 		return nil, err
 	}
 	defer closeClients(clients)
-	load := machine(cfg.KuraVersion)
+	m := machine(cfg.KuraVersion) // before the load we add
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -138,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	return r.result(load), context.Cause(ctx)
+	return r.result(m), context.Cause(ctx)
 }
 
 func newRun(cfg Config) (*run, error) {
