@@ -11,6 +11,9 @@
 # --durability, default sync; redis-server runs without persistence), WITH_CASSANDRA=1 to
 # add a single-node Apache Cassandra (scripts/cassandra.sh; about 1.5 GB of memory,
 # consistency ONE, warmed for CASSANDRA_WARMUP, default 30s, because its JIT needs it).
+# RATE=N adds the papers' other method: the same workloads in open loop at N ops/s (000
+# used 5,000/s, 003 3,000/s), latency measured from each operation's scheduled start,
+# reported in OUT/report-rate; CLOSED=0 skips the closed-loop pass.
 #
 # Every server is started fresh on its own port and loaded with the same records. Then,
 # workload by workload, the targets take turns (so that machine noise hits them alike),
@@ -74,6 +77,7 @@ for t in "${TARGETS[@]}"; do
     --out "$OUT/load/$t" --plots=false | sed -n 1p
 done
 for w in write-only write-heavy read-heavy read-only; do
+  [ "${CLOSED:-1}" = 0 ] && break
   for t in "${TARGETS[@]}"; do
     "$KURA" bench run --target "${ADDR[$t]}" --label "$t" -w "$w" "${COMMON[@]}" \
       --duration "$RUN" --warmup "${WARM[$t]}" --out "$OUT/$w/$t" | sed -n 1p
@@ -81,6 +85,14 @@ for w in write-only write-heavy read-heavy read-only; do
   "$KURA" bench run --target noop --label "noop-client" -w "$w" "${COMMON[@]}" --duration 5s \
     --out "$OUT/client-ceiling/$w" --plots=false | sed -n 1p
 done
+if [ -n "${RATE:-}" ]; then
+  for w in write-only write-heavy read-heavy read-only; do
+    for t in "${TARGETS[@]}"; do
+      "$KURA" bench run --target "${ADDR[$t]}" --label "$t" -w "$w" "${COMMON[@]}" --rate "$RATE" \
+        --duration "$RUN" --warmup "${WARM[$t]}" --out "$OUT/rate-$RATE/$w/$t" | sed -n 1p
+    done
+  done
+fi
 echo "# RSS after the runs (MiB):"
 for i in "${!PIDS[@]}"; do
   echo "${TARGETS[$i]} $(( $(ps -o rss= -p "${PIDS[$i]}") / 1024 ))"
@@ -88,5 +100,11 @@ done | tee -a "$OUT/conditions.txt"
 if [ -n "${WITH_CASSANDRA:-}" ]; then
   echo "cassandra $(( $(ps -o rss= -p "$(cat "$WORK/cassandra/cassandra.pid")") / 1024 ))" | tee -a "$OUT/conditions.txt"
 fi
-"$KURA" bench report "$OUT/load" "$OUT/write-only" "$OUT/write-heavy" "$OUT/read-heavy" "$OUT/read-only" \
-  --out "$OUT/report" --baseline redis --title "Paper workloads, single node"
+if [ "${CLOSED:-1}" != 0 ]; then
+  "$KURA" bench report "$OUT/load" "$OUT/write-only" "$OUT/write-heavy" "$OUT/read-heavy" "$OUT/read-only" \
+    --out "$OUT/report" --baseline redis --title "Paper workloads, single node"
+fi
+if [ -n "${RATE:-}" ]; then
+  "$KURA" bench report "$OUT/rate-$RATE" --out "$OUT/report-rate" --baseline redis \
+    --title "Paper workloads, single node, open loop at $RATE ops/s"
+fi
