@@ -237,9 +237,17 @@ func printResult(w io.Writer, r *bench.Result) {
 		fmt.Fprintf(w, ", target %.0f ops/s", r.TargetRateOps)
 	}
 	fmt.Fprintf(w, ", seed %d)\n", r.Seed)
+	printOps(w, r.Operations)
+	if len(r.ServiceOperations) > 0 {
+		fmt.Fprintln(w, "timed from each operation's actual start instead of its scheduled one (service time):")
+		printOps(w, r.ServiceOperations)
+	}
+}
+
+func printOps(w io.Writer, ops []bench.OpStats) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\tcount\tops/s\tavg ms\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\tnot found\t")
-	for _, s := range r.Operations {
+	for _, s := range ops {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%d\t\n", s.Op, s.Count,
 			s.ThroughputOps, s.AvgUs/1e3, s.P50Us/1e3, s.P95Us/1e3, s.P99Us/1e3, s.P999Us/1e3, s.MaxUs/1e3,
 			s.Errors, s.NotFound)

@@ -31,7 +31,8 @@ func TestBenchLoadRunAndReportAgainstARealNode(t *testing.T) {
 	}
 	out = benchCmd(t, true, append([]string{"run", "--operations", "1000", "--rate", "2000",
 		"--out", filepath.Join(dir, "run")}, common...)...)
-	if !strings.Contains(out, "open loop") || !strings.Contains(out, "[run read-heavy]") {
+	if !strings.Contains(out, "open loop") || !strings.Contains(out, "[run read-heavy]") ||
+		!strings.Contains(out, "service time") {
 		t.Errorf("run output:\n%s", out)
 	}
 	res, err := bench.LoadResult(filepath.Join(dir, "run"))

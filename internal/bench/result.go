@@ -51,6 +51,12 @@ type Result struct {
 	Machine    Machine           `json:"machine"`
 	// Operations holds one entry per operation type that ran, then Total last.
 	Operations []OpStats `json:"operations"`
+	// ServiceOperations, in open loop only, are the same operations timed from their
+	// actual start instead of their scheduled one: what YCSB reports by default and a
+	// closed loop measures. Operations minus this is time spent waiting to start: queueing
+	// behind a slow server, and the client's timer wake-up lag (up to about a millisecond
+	// with Go's timers).
+	ServiceOperations []OpStats `json:"service_operations,omitempty"`
 	// Series holds one entry per operation type (and Total) per second of the phase.
 	Series []Interval `json:"series"`
 }

@@ -80,6 +80,7 @@ type run struct {
 	clock   Clock
 	gen     *Generator
 	rec     *recorder
+	svc     *recorder // open loop: latency from the actual start, as a closed loop measures
 	start   time.Time // phase start; warm-up begins here
 	measure time.Time // measuring begins here
 	end     time.Time // measuring ends here (zero: no time limit)
@@ -125,6 +126,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.end = r.measure.Add(cfg.Duration)
 	}
 	r.rec = newRecorder(r.measure, min(cfg.Threads, 2*runtime.GOMAXPROCS(0)))
+	if cfg.RateOps > 0 {
+		r.svc = newRecorder(r.measure, len(r.rec.shards))
+	}
 	if cfg.Duration > 0 {
 		r.rec.maxSec = secondOf(cfg.Duration)
 	}
@@ -221,6 +225,7 @@ func (r *run) thread(ctx context.Context, i int, c Client) {
 		} else {
 			op = s.Next()
 		}
+		started := r.clock.Now()
 		notFound, err := execute(ctx, c, op)
 		end := r.clock.Now()
 		s.Done(op)
@@ -234,6 +239,9 @@ func (r *run) thread(ctx context.Context, i int, c Client) {
 		}
 		if measured {
 			r.rec.record(i, op.Kind, end, end.Sub(begin), err != nil, notFound)
+			if r.svc != nil {
+				r.svc.record(i, op.Kind, end, end.Sub(started), err != nil, notFound)
+			}
 		}
 	}
 }
@@ -309,6 +317,7 @@ func (r *run) result(m Machine) *Result {
 		Operations: ops, Series: series}
 	if r.period > 0 {
 		res.Mode = "open"
+		res.ServiceOperations, _ = r.svc.finish(secondOf(elapsed), elapsed)
 	}
 	total := ops[len(ops)-1]
 	res.Ops, res.Errors, res.ThroughputOps = total.Count, total.Errors, total.ThroughputOps

@@ -129,6 +129,15 @@ func TestOpenLoopChargesAStallToEveryOperationThatWaited(t *testing.T) {
 	if c.P99Us > 200 || c.MaxUs < 490_000 {
 		t.Errorf("closed loop p99 %.0f µs max %.0f µs: want one 500 ms outlier only", c.P99Us, c.MaxUs)
 	}
+	// Timed from their actual start, the same operations show only the one slow one:
+	// what a closed loop (and YCSB by default) would report.
+	svc := open.ServiceOperations[0]
+	if svc.Op != "READ" || svc.Count != 2000 || quantile(svc, 0.8) > 200 || svc.MaxUs < 490_000 {
+		t.Errorf("open loop service time %+v: want p80 100 µs and one 500 ms outlier", svc)
+	}
+	if closed.ServiceOperations != nil {
+		t.Error("closed loop reports service times separately")
+	}
 	if open.Mode != "open" || closed.Mode != "closed" {
 		t.Errorf("modes %q and %q", open.Mode, closed.Mode)
 	}

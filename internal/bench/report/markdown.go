@@ -193,7 +193,11 @@ func (m *mdReport) workload(wl string) {
 		}
 		m.printf("### %s: %s phase\n\n", wl, p)
 		m.throughput(in)
-		m.latency(in)
+		m.latency(in, func(r *bench.Result) []bench.OpStats { return r.Operations })
+		if m.hasService(in) {
+			m.printf("Open loop: latency above counts from each operation's scheduled start. Timed from its actual start instead (service time):\n\n")
+			m.latency(in, func(r *bench.Result) []bench.OpStats { return r.ServiceOperations })
+		}
 		m.runImages(in)
 	}
 }
@@ -277,10 +281,21 @@ func (m *mdReport) throughput(idx []int) {
 
 // latency writes one row per operation and run, operations in the order they first
 // appear (the total last), runs in label order within each operation.
-func (m *mdReport) latency(idx []int) {
+// hasService reports whether any of the runs has open-loop service times.
+func (m *mdReport) hasService(idx []int) bool {
+	for _, i := range idx {
+		if len(m.results[i].ServiceOperations) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// latency writes one row per operation and run of the stats stats picks from each run.
+func (m *mdReport) latency(idx []int, stats func(*bench.Result) []bench.OpStats) {
 	var ops []string
 	for _, i := range idx {
-		for _, s := range m.results[i].Operations {
+		for _, s := range stats(m.results[i]) {
 			if s.Op != bench.Total && rank(ops, s.Op) == len(ops) {
 				ops = append(ops, s.Op)
 			}
@@ -291,7 +306,7 @@ func (m *mdReport) latency(idx []int) {
 	m.printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, op := range ops {
 		for _, i := range idx {
-			s, ok := m.results[i].Op(op)
+			s, ok := findOp(stats(m.results[i]), op)
 			if !ok {
 				continue
 			}
@@ -301,6 +316,15 @@ func (m *mdReport) latency(idx []int) {
 		}
 	}
 	m.printf("\n")
+}
+
+func findOp(stats []bench.OpStats, op string) (bench.OpStats, bool) {
+	for _, s := range stats {
+		if s.Op == op {
+			return s, true
+		}
+	}
+	return bench.OpStats{}, false
 }
 
 func (m *mdReport) runImages(idx []int) {

@@ -443,3 +443,19 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdownShowsOpenLoopServiceTimes(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	results := fixture(rng)
+	r := results[0]
+	r.Mode = "open"
+	r.ServiceOperations = []bench.OpStats{{Op: "READ", Count: 7, AvgUs: 123}, {Op: bench.Total, Count: 7, AvgUs: 123}}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, results, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	if !strings.Contains(md, "service time") || !strings.Contains(md, "| READ | "+r.Label+" | 7 | 0.123 |") {
+		t.Errorf("open-loop service times missing from the report:\n%s", md)
+	}
+}
