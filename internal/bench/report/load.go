@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/kuradb/kura/internal/bench"
 )
@@ -143,31 +144,17 @@ func workloads(results []*bench.Result) []string {
 	return out
 }
 
-func compareWorkloads(a, b string) int {
-	ra, rb := rank(workloadOrder, a), rank(workloadOrder, b)
-	switch {
-	case ra != rb:
-		return ra - rb
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func compareWorkloads(a, b string) int { return compareRanked(workloadOrder, a, b) }
 
-func comparePhases(a, b string) int {
-	order := []string{"load", "run"}
-	ra, rb := rank(order, a), rank(order, b)
-	switch {
-	case ra != rb:
+func comparePhases(a, b string) int { return compareRanked([]string{"load", "run"}, a, b) }
+
+// compareRanked orders names by their place in order, names not in it last and
+// alphabetically.
+func compareRanked(order []string, a, b string) int {
+	if ra, rb := rank(order, a), rank(order, b); ra != rb {
 		return ra - rb
-	case a < b:
-		return -1
-	case a > b:
-		return 1
 	}
-	return 0
+	return strings.Compare(a, b)
 }
 
 // rank is the index of s in order, or len(order) for names not in it.
