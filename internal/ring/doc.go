@@ -1,8 +1,12 @@
-// Package ring places keys on kura's token ring: it computes a key's token the way
-// Cassandra's Murmur3Partitioner does, so that kura and Cassandra agree on where a key
-// lives.
+// Package ring decides where keys live: a key's token (computed as Cassandra's
+// Murmur3Partitioner does, so kura and Cassandra agree), the ring of vnode tokens that
+// splits the token space among nodes, each node's share of it, and the replica
+// placement strategies (simple, host-aware, rack-aware) that pick a key's replica set.
 //
-// The package is pure: no clock, no goroutines, no sockets, no global randomness. The
-// cluster's nodes, their vnode tokens and the replica placement built on them (issue 4)
-// belong here too, decided by plain functions that the node and the simulator share.
+// The package is pure: no clock, no goroutines, no sockets, no global randomness (random
+// token allocation takes a *rand.Rand). Every node, and the simulator, computes the same
+// answers from the same ring.
+//
+// Still to come with the cluster issue: the balanced vnode allocator and engine-diverse
+// placement.
 package ring
