@@ -1,6 +1,9 @@
 package ring
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Strategy chooses a key's replica set from the ring. Strategies are deterministic: every
 // node computes the same replica set from the same ring.
@@ -47,7 +50,7 @@ func (HostAware) Name() string { return "host-aware" }
 
 // Replicas implements Strategy.
 func (HostAware) Replicas(r *Ring, t Token, n int) []NodeID {
-	return r.pick(t, n, func(s *pickState, nd Node) bool { return !s.hosts[nd.Host] }, nil)
+	return r.pick(t, n, func(s *pickState, nd Node) bool { return !slices.Contains(s.hosts, nd.Host) }, nil)
 }
 
 // RackAware spreads replicas over racks first: walking clockwise it takes nodes on racks
@@ -60,23 +63,27 @@ func (RackAware) Name() string { return "rack-aware" }
 
 // Replicas implements Strategy.
 func (RackAware) Replicas(r *Ring, t Token, n int) []NodeID {
-	distinctHost := func(s *pickState, nd Node) bool { return !s.hosts[nd.Host] }
-	newRack := func(s *pickState, nd Node) bool { return !s.racks[nd.Rack] && !s.hosts[nd.Host] }
+	distinctHost := func(s *pickState, nd Node) bool { return !slices.Contains(s.hosts, nd.Host) }
+	newRack := func(s *pickState, nd Node) bool {
+		return !slices.Contains(s.racks, nd.Rack) && !slices.Contains(s.hosts, nd.Host)
+	}
 	return r.pick(t, n, newRack, distinctHost)
 }
 
-// pickState is what a walk has chosen so far.
+// pickState is what a walk has chosen so far. Replica sets are small, so slices
+// searched linearly beat maps (placement runs for every vnode when ownership is computed).
 type pickState struct {
 	chosen []NodeID
-	nodes  map[int]bool
-	hosts  map[string]bool
-	racks  map[string]bool
+	nodes  []int
+	hosts  []string
+	racks  []string
 }
 
 // pick walks the ring clockwise from t and takes each node that first accepts, until n
 // are chosen; then, if then is not nil, walks again taking nodes that it accepts.
 func (r *Ring) pick(t Token, n int, first, then func(*pickState, Node) bool) []NodeID {
-	s := &pickState{nodes: map[int]bool{}, hosts: map[string]bool{}, racks: map[string]bool{}}
+	s := &pickState{chosen: make([]NodeID, 0, n), nodes: make([]int, 0, n),
+		hosts: make([]string, 0, n), racks: make([]string, 0, n)}
 	for _, accept := range []func(*pickState, Node) bool{first, then} {
 		if accept == nil {
 			continue
@@ -86,9 +93,9 @@ func (r *Ring) pick(t Token, n int, first, then func(*pickState, Node) bool) []N
 				return false
 			}
 			nd := r.nodes[i]
-			if !s.nodes[i] && accept(s, nd) {
+			if !slices.Contains(s.nodes, i) && accept(s, nd) {
 				s.chosen = append(s.chosen, nd.ID)
-				s.nodes[i], s.hosts[nd.Host], s.racks[nd.Rack] = true, true, true
+				s.nodes, s.hosts, s.racks = append(s.nodes, i), append(s.hosts, nd.Host), append(s.racks, nd.Rack)
 			}
 			return true
 		})

@@ -3,8 +3,6 @@ package ring
 import (
 	"errors"
 	"fmt"
-	"math"
-	"math/big"
 	"math/rand/v2"
 	"slices"
 )
@@ -121,19 +119,13 @@ func (r *Ring) walk(t Token, visit func(node int) bool) {
 // Ownership returns the share of the token space (0 to 1) each node owns as a primary,
 // by node ID. Nodes without tokens own 0.
 func (r *Ring) Ownership() map[NodeID]float64 {
-	span := new(big.Float).SetFloat64(math.Exp2(64))
 	out := make(map[NodeID]float64, len(r.nodes))
 	for _, n := range r.nodes {
 		out[n.ID] = 0
 	}
 	for i, v := range r.vnodes {
 		prev := r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
-		width := rangeWidth(prev, v.token)
-		share, _ := new(big.Float).Quo(new(big.Float).SetUint64(width), span).Float64()
-		if len(r.vnodes) == 1 {
-			share = 1
-		}
-		out[r.nodes[v.node].ID] += share
+		out[r.nodes[v.node].ID] += widthShare(prev, v.token, len(r.vnodes))
 	}
 	return out
 }
