@@ -14,7 +14,7 @@ import (
 )
 
 // purePackages decide things and must be runnable inside a simulator: no sockets, no node.
-var purePackages = []string{"internal/row", "internal/ring"}
+var purePackages = []string{"internal/row", "internal/ring", "internal/coord"}
 
 // forbiddenInPure are imports a pure package must not have.
 var forbiddenInPure = []string{"net", "net/http", "os/exec", "github.com/kuradb/kura/internal/node"}

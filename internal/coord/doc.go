@@ -1,0 +1,20 @@
+// Package coord is the request coordinator's deterministic core: for one client read or
+// write it decides which replicas to ask, when the request has succeeded or failed at its
+// consistency level, which replicas get hints, and how stale replicas are repaired.
+//
+// It is pure, like etcd's raft.RawNode: a request is a state machine that takes inputs
+// (the replica set with its liveness, replica responses, the deadline passing) and
+// returns effects (send a write or a read to a replica, store a hint, reply to the
+// client). It never reads the clock, starts goroutines or touches the network; the node
+// (the driver) carries effects out and feeds responses back, and the simulator does the
+// same in virtual time.
+//
+// Which replicas to ask and whose answers count is a Policy. This package ships Uniform,
+// Cassandra's behaviour: writes go to every live replica and any W acknowledgements
+// complete them; reads ask one replica for data and R-1 for digests. The
+// heterogeneous-cluster issue adds an engine-aware policy behind the same interface.
+//
+// Errors a client must tell apart: ErrUnavailable (too few live replicas: nothing was
+// sent, nothing written), ErrTimeout (too few answers in time: a write may have been
+// applied), ErrOverloaded (the coordinator refused the request; the driver decides).
+package coord

@@ -1,0 +1,245 @@
+package coord
+
+import (
+	"bytes"
+	"hash/fnv"
+
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Digest is a replica's summary of a row: equal rows have equal digests. Replicas compute
+// it over the row as they would return it (expired cells already turned to tombstones).
+func Digest(r row.Row, found bool) uint64 {
+	if !found {
+		r = row.Row{}
+	}
+	h := fnv.New64a()
+	h.Write(row.Encode(&r))
+	return h.Sum64()
+}
+
+// ReadResponse is one replica's answer to a SendRead.
+type ReadResponse struct {
+	Err    error
+	Row    row.Row // when the read asked for data
+	Found  bool
+	Digest uint64 // when the read asked for a digest
+}
+
+// RepairMode says whether a read that found stale replicas waits for their repair.
+type RepairMode uint8
+
+const (
+	// RepairBackground replies with the newest row at once and repairs in the background
+	// (the default).
+	RepairBackground RepairMode = iota
+	// RepairBlocking replies once the stale replicas have acknowledged the repair, so a
+	// later read at the same level cannot see the old row.
+	RepairBlocking
+)
+
+// Read is one client read in progress. Not safe for concurrent use.
+type Read struct {
+	key      []byte
+	need     int
+	mode     RepairMode
+	spare    []ring.NodeID
+	asked    map[ring.NodeID]bool // asked and not answered; the value is true for data
+	data     map[ring.NodeID]ReadResponse
+	digests  map[ring.NodeID]uint64
+	full     bool // digests disagreed: every answering replica is asked for data
+	repairs  map[ring.NodeID]bool
+	result   Reply // the merged row, once resolved
+	resolved bool
+	replied  bool
+}
+
+// StartRead begins reading key at level from replicas under p. With fewer live replicas
+// than the level needs it replies ErrUnavailable at once and sends nothing.
+func StartRead(key []byte, level Level, replicas []Replica, p Policy, mode RepairMode) (*Read, []Effect) {
+	rd := &Read{key: key, need: level.Required(len(replicas)), mode: mode, asked: map[ring.NodeID]bool{},
+		data: map[ring.NodeID]ReadResponse{}, digests: map[ring.NodeID]uint64{}, repairs: map[ring.NodeID]bool{}}
+	if live(replicas) < rd.need || rd.need == 0 {
+		rd.replied = true
+		return rd, []Effect{Reply{Err: ErrUnavailable}}
+	}
+	plan := p.PlanRead(replicas, rd.need)
+	rd.spare = plan.Spare
+	fx := []Effect{rd.ask(plan.Data, true)}
+	for _, id := range plan.Digests {
+		fx = append(fx, rd.ask(id, false))
+	}
+	return rd, fx
+}
+
+func (rd *Read) ask(id ring.NodeID, data bool) Effect {
+	rd.asked[id] = data
+	return SendRead{To: id, Key: rd.key, Digest: !data}
+}
+
+// OnRepairResponse takes replica from's answer to a repair write (nil: applied). In
+// RepairBlocking a failed repair fails the read with ErrTimeout: the replica may still
+// hold the old row.
+func (rd *Read) OnRepairResponse(from ring.NodeID, err error) []Effect {
+	if !rd.repairs[from] {
+		return nil
+	}
+	delete(rd.repairs, from)
+	if err != nil {
+		return rd.fail()
+	}
+	return rd.maybeReply()
+}
+
+// OnResponse takes replica from's answer to a read.
+func (rd *Read) OnResponse(from ring.NodeID, resp ReadResponse) []Effect {
+	wantData, ok := rd.asked[from]
+	if !ok {
+		return nil
+	}
+	delete(rd.asked, from)
+	if resp.Err != nil {
+		return rd.replace(wantData)
+	}
+	if wantData {
+		rd.data[from] = resp
+		delete(rd.digests, from)
+	} else {
+		rd.digests[from] = resp.Digest
+	}
+	return rd.progress()
+}
+
+// replace asks a spare replica in place of one that failed, or gives up when none is left
+// and too few can still answer.
+func (rd *Read) replace(wantData bool) []Effect {
+	if len(rd.spare) > 0 {
+		id := rd.spare[0]
+		rd.spare = rd.spare[1:]
+		return []Effect{rd.ask(id, wantData || rd.full || len(rd.data) == 0 && !rd.dataAsked())}
+	}
+	if len(rd.data)+len(rd.digests)+len(rd.asked) < rd.need {
+		return rd.fail()
+	}
+	if len(rd.data) == 0 && !rd.dataAsked() {
+		// The data replica failed; a digest replica that answered can send its row.
+		for id := range rd.digests {
+			delete(rd.digests, id)
+			return []Effect{rd.ask(id, true)}
+		}
+	}
+	return rd.progress()
+}
+
+func (rd *Read) dataAsked() bool {
+	for _, d := range rd.asked {
+		if d {
+			return true
+		}
+	}
+	return false
+}
+
+// progress decides once enough answers are in: matching digests reply; a mismatch asks
+// every answering replica for its row; full rows are merged, replied and repaired.
+func (rd *Read) progress() []Effect {
+	if rd.replied || len(rd.asked) > 0 || len(rd.data)+len(rd.digests) < rd.need || len(rd.data) == 0 {
+		return nil
+	}
+	if !rd.full {
+		var want uint64
+		for _, d := range rd.data {
+			want = Digest(d.Row, d.Found)
+		}
+		agree := true
+		for _, d := range rd.digests {
+			agree = agree && d == want
+		}
+		if agree {
+			for _, d := range rd.data {
+				return rd.reply(Reply{Row: d.Row, Found: d.Found})
+			}
+		}
+		rd.full = true
+		var fx []Effect
+		for id := range rd.digests {
+			fx = append(fx, rd.ask(id, true))
+		}
+		clear(rd.digests)
+		return sortEffects(fx)
+	}
+	return rd.resolve()
+}
+
+// resolve merges every row received, repairs the replicas that lacked part of it, and
+// replies (now, or once the repairs are acknowledged in RepairBlocking).
+func (rd *Read) resolve() []Effect {
+	var merged row.Row
+	for _, d := range rd.data {
+		if d.Found {
+			merged = row.Merge(merged, d.Row)
+		}
+	}
+	found := !merged.IsEmpty()
+	want := Digest(merged, found)
+	var fx []Effect
+	for id, d := range rd.data {
+		if Digest(d.Row, d.Found) != want {
+			rd.repairs[id] = rd.mode == RepairBlocking
+			fx = append(fx, SendWrite{To: id, Mutation: row.Mutation{Key: rd.key, Row: merged.Clone()}, Repair: true})
+		}
+	}
+	if rd.mode == RepairBackground {
+		clear(rd.repairs)
+	}
+	rd.result, rd.resolved = Reply{Row: merged, Found: found}, true
+	return append(sortEffects(fx), rd.maybeReply()...)
+}
+
+// maybeReply replies with the resolved row once no blocking repair is outstanding.
+func (rd *Read) maybeReply() []Effect {
+	if rd.replied || !rd.resolved || len(rd.repairs) > 0 {
+		return nil
+	}
+	return rd.reply(rd.result)
+}
+
+func (rd *Read) reply(r Reply) []Effect {
+	rd.replied = true
+	return []Effect{r}
+}
+
+func (rd *Read) fail() []Effect {
+	if rd.replied {
+		return nil
+	}
+	return rd.reply(Reply{Err: ErrTimeout})
+}
+
+// OnTimeout takes the request's deadline passing: the client gets ErrTimeout unless it
+// already has its answer.
+func (rd *Read) OnTimeout() []Effect {
+	clear(rd.asked)
+	clear(rd.repairs)
+	return rd.fail()
+}
+
+// sortEffects orders effects by replica so that transcripts are stable (map order).
+func sortEffects(fx []Effect) []Effect {
+	key := func(e Effect) string {
+		switch e := e.(type) {
+		case SendRead:
+			return string(e.To)
+		case SendWrite:
+			return string(e.To)
+		}
+		return ""
+	}
+	for i := 1; i < len(fx); i++ {
+		for j := i; j > 0 && bytes.Compare([]byte(key(fx[j])), []byte(key(fx[j-1]))) < 0; j-- {
+			fx[j], fx[j-1] = fx[j-1], fx[j]
+		}
+	}
+	return fx
+}

@@ -1,0 +1,125 @@
+package coord
+
+import (
+	"slices"
+
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Write is one client write in progress. Its timestamp was assigned before it started
+// (by the coordinator's hybrid logical clock), so retries and hints carry the same cells.
+// Not safe for concurrent use: the driver feeds it one input at a time.
+type Write struct {
+	m        row.Mutation
+	need     int
+	plan     WritePlan
+	pending  map[ring.NodeID]bool // targets that have not answered
+	acks     int                  // acknowledgements that count
+	spare    int                  // acknowledgements from targets outside Counted, not yet counted
+	fallback bool                 // a counted target failed: every ack counts
+	replied  bool
+}
+
+// StartWrite begins writing m at level to replicas under p, and returns the request and
+// its first effects. With fewer live replicas than the level needs it replies
+// ErrUnavailable at once and sends nothing.
+func StartWrite(m row.Mutation, level Level, replicas []Replica, p Policy) (*Write, []Effect) {
+	w := &Write{m: m, need: level.Required(len(replicas)), pending: map[ring.NodeID]bool{}}
+	if live(replicas) < w.need || w.need == 0 {
+		w.replied = true
+		return w, []Effect{Reply{Err: ErrUnavailable}}
+	}
+	w.plan = p.PlanWrite(replicas, w.need)
+	var fx []Effect
+	for _, id := range w.plan.Targets {
+		w.pending[id] = true
+		fx = append(fx, SendWrite{To: id, Mutation: m})
+	}
+	for _, id := range w.plan.Hinted {
+		fx = append(fx, StoreHint{For: id, Mutation: m})
+	}
+	return w, fx
+}
+
+// counts reports whether id's acknowledgement counts now.
+func (w *Write) counts(id ring.NodeID) bool {
+	return w.fallback || w.plan.Counted == nil || slices.Contains(w.plan.Counted, id)
+}
+
+// OnResponse takes replica from's answer: nil for applied, an error for failed. A failed
+// replica gets a hint. Answers from replicas not asked, or asked and already answered,
+// are ignored.
+func (w *Write) OnResponse(from ring.NodeID, err error) []Effect {
+	if !w.pending[from] {
+		return nil
+	}
+	delete(w.pending, from)
+	if err != nil {
+		return w.failed([]ring.NodeID{from})
+	}
+	if w.counts(from) {
+		w.acks++
+	} else {
+		w.spare++
+	}
+	return w.check()
+}
+
+// OnTimeout takes the request's deadline passing: every replica that has not answered
+// gets a hint, and the client gets ErrTimeout unless the write already succeeded.
+func (w *Write) OnTimeout() []Effect {
+	var late []ring.NodeID
+	for _, id := range w.plan.Targets {
+		if w.pending[id] {
+			late = append(late, id)
+			delete(w.pending, id)
+		}
+	}
+	fx := w.failed(late)
+	if !w.replied {
+		w.replied = true
+		fx = append(fx, Reply{Err: ErrTimeout})
+	}
+	return fx
+}
+
+// failed hints the failed replicas and, when a counted one failed, lets every ack count.
+func (w *Write) failed(ids []ring.NodeID) []Effect {
+	var fx []Effect
+	for _, id := range ids {
+		fx = append(fx, StoreHint{For: id, Mutation: w.m})
+		if !w.fallback && w.plan.Counted != nil && slices.Contains(w.plan.Counted, id) {
+			w.fallback = true
+			w.acks += w.spare
+			w.spare = 0
+		}
+	}
+	return append(fx, w.check()...)
+}
+
+// check replies once the write has enough acknowledgements, or can no longer get them.
+func (w *Write) check() []Effect {
+	if w.replied {
+		return nil
+	}
+	possible := w.acks
+	for id := range w.pending {
+		if w.counts(id) || w.plan.Counted != nil { // an outside ack may still count after a fallback
+			possible++
+		}
+	}
+	switch {
+	case w.acks >= w.need:
+		w.replied = true
+		return []Effect{Reply{}}
+	case possible+w.spare < w.need:
+		w.replied = true
+		return []Effect{Reply{Err: ErrTimeout}}
+	}
+	return nil
+}
+
+// Done reports whether every target has answered or timed out: the driver may forget
+// the request.
+func (w *Write) Done() bool { return w.replied && len(w.pending) == 0 }
