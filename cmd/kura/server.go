@@ -56,7 +56,7 @@ func runServer(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	log.Info("kura node ready", "engine", cfg.Engine, "listen", n.Addr(), "admin", n.AdminAddr(),
+	log.Info("kura node ready", "id", n.ID(), "host", n.Host(), "rack", n.Rack(), "engine", cfg.Engine, "listen", n.Addr(), "admin", n.AdminAddr(),
 		"data_dir", cfg.DataDir, "durability", cfg.Durability)
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way

@@ -57,6 +57,9 @@ type Config struct {
 
 	LogLevel  string `yaml:"log_level"`
 	LogFormat string `yaml:"log_format"`
+
+	Host string `yaml:"host"`
+	Rack string `yaml:"rack"`
 }
 
 // Default returns the built-in defaults: a working single node on loopback.
@@ -79,6 +82,7 @@ func Default() Config {
 		MaxConnections:       10000,
 		LogLevel:             "info",
 		LogFormat:            "text",
+		Rack:                 "rack1",
 	}
 }
 
@@ -106,6 +110,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection idle this long; 0 never does")
 	fs.Int64Var(&c.MemoryLimitBytes, "memory-limit-bytes", c.MemoryLimitBytes, "soft limit on the Go runtime's memory (debug.SetMemoryLimit): the garbage collector works harder as the process nears it, which keeps RSS close to the live data, worth setting with the memory engine; 0 leaves the runtime's default (GOMEMLIMIT or none)")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's GOGC: how far the heap may grow past live data before a collection; 0 chooses: 25 with the memory engine (its rows are the heap, and 100 would let RSS reach twice the data), Go's default otherwise; a GOGC environment variable overrides the automatic choice")
+	fs.StringVar(&c.Host, "host", c.Host, "label of the machine this node runs on: replicas are never placed on two nodes of one host, and several kura nodes may share a machine; empty means the machine's hostname")
+	fs.StringVar(&c.Rack, "rack", c.Rack, "label of the rack (or failure domain) the host is in; rack-aware placement spreads replicas over racks")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 }
@@ -161,6 +167,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("%w: data_dir is empty", ErrInvalid)
+	}
+	if len(c.Host) > 255 || c.Rack == "" || len(c.Rack) > 255 {
+		return fmt.Errorf("%w: host must be at most 255 bytes and rack 1 to 255", ErrInvalid)
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("%w: listen %q: %w", ErrInvalid, c.Listen, err)

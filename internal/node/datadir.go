@@ -1,6 +1,8 @@
 package node
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,24 +21,35 @@ var (
 	ErrEngineMismatch = errors.New("node: data directory holds another engine's data")
 )
 
-// metaFile records what a data directory holds so that a node never opens one engine's
-// files with another engine, and later issues can add the node's identity beside it.
+// metaFile records what a data directory holds, so that a node never opens one engine's
+// files with another engine, and who the node is: its ID is generated when the directory
+// is created and kept for the directory's life, so a restarted node is the same cluster
+// member (a new directory is a new node).
 const metaFile = "NODE.json"
 
 type dirMeta struct {
 	Format  int       `json:"format"`
+	ID      string    `json:"id"`
 	Engine  string    `json:"engine"`
 	Created time.Time `json:"created"`
+}
+
+// newNodeID returns a random 128-bit node ID in hex.
+func newNodeID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (Go 1.24+: it panics instead)
+	return hex.EncodeToString(b[:])
 }
 
 // dataDir is a locked data directory. Layout:
 //
 //	<dir>/LOCK        held (flock) while a node runs; a second node gets ErrLocked
-//	<dir>/NODE.json   format version and engine name
+//	<dir>/NODE.json   format version, node ID and engine name
 //	<dir>/<engine>/   the engine's own files
 type dataDir struct {
 	path string
 	lock *engine.DirLock
+	id   string // the node's ID, from NODE.json
 }
 
 // openDataDir creates (if needed), locks and checks dir for a node running engineName.
@@ -64,7 +77,8 @@ func (d *dataDir) checkMeta(engineName string, now time.Time) error {
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return writeFileAtomic(path, mustJSON(dirMeta{Format: 1, Engine: engineName, Created: now.UTC()}))
+		d.id = newNodeID()
+		return writeFileAtomic(path, mustJSON(dirMeta{Format: 1, ID: d.id, Engine: engineName, Created: now.UTC()}))
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrDataDir, err)
 	}
@@ -79,6 +93,13 @@ func (d *dataDir) checkMeta(engineName string, now time.Time) error {
 		return fmt.Errorf("%w: %s holds %s data, not %s; start with --engine %s or use another --data-dir",
 			ErrEngineMismatch, d.path, m.Engine, engineName, m.Engine)
 	}
+	if m.ID == "" { // written before nodes had IDs: give this one its ID now, once
+		m.ID = newNodeID()
+		if err := writeFileAtomic(path, mustJSON(m)); err != nil {
+			return err
+		}
+	}
+	d.id = m.ID
 	return nil
 }
 

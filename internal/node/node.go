@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,7 @@ type Node struct {
 	respLn   net.Listener
 	respDone chan error
 	admin    *adminServer
+	host     string
 	draining atomic.Bool
 	started  time.Time
 }
@@ -45,7 +47,14 @@ func Start(cfg config.Config, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1)}
+	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1), host: cfg.Host}
+	if n.host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node: no --host given and the hostname is unknown: %w", err)
+		}
+		n.host = h
+	}
 	if err := n.start(); err != nil {
 		n.closeAll(context.Background())
 		return nil, err
@@ -132,6 +141,15 @@ func (n *Node) infoSections() []resp.InfoSection {
 		f("rows_estimate_exact", s.Exact),
 	}}}
 }
+
+// ID returns the node's ID, kept in its data directory's NODE.json.
+func (n *Node) ID() string { return n.dir.id }
+
+// Host returns the label of the machine the node runs on (--host, or the hostname).
+func (n *Node) Host() string { return n.host }
+
+// Rack returns the node's rack label.
+func (n *Node) Rack() string { return n.cfg.Rack }
 
 // Addr is the address clients connect to.
 func (n *Node) Addr() string { return n.respLn.Addr().String() }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,4 +126,61 @@ func TestFailedStartLeavesNothingRunning(t *testing.T) {
 		t.Fatalf("data dir still held after a failed start: %v", err)
 	}
 	n.Shutdown(context.Background())
+}
+
+func TestNodeIDIsGeneratedOnceAndKept(t *testing.T) {
+	cfg := testConfig(t, "memory")
+	cfg.Host, cfg.Rack = "h1", "r2"
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := n.ID()
+	if len(id) != 32 || n.Host() != "h1" || n.Rack() != "r2" {
+		t.Fatalf("identity %q %q %q", id, n.Host(), n.Rack())
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.ID() != id {
+		t.Errorf("restart changed the node ID from %s to %s", id, n.ID())
+	}
+	_ = n.Shutdown(context.Background())
+
+	other := testConfig(t, "memory")
+	m, err := Start(other, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	if m.ID() == id {
+		t.Error("two data directories share a node ID")
+	}
+	if h, _ := os.Hostname(); m.Host() != h {
+		t.Errorf("default host %q, want the hostname %q", m.Host(), h)
+	}
+}
+
+func TestDataDirWithoutIDGetsOneOnce(t *testing.T) {
+	cfg := testConfig(t, "memory")
+	legacy := `{"format": 1, "engine": "memory", "created": "2026-11-20T00:00:00Z"}`
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, metaFile), []byte(legacy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 2 {
+		n, err := Start(cfg, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID())
+		_ = n.Shutdown(context.Background())
+	}
+	if ids[0] == "" || ids[0] != ids[1] {
+		t.Errorf("IDs across restarts of a legacy directory: %q", ids)
+	}
 }
