@@ -1,0 +1,283 @@
+// Package hint keeps the writes a coordinator could not deliver to a replica (hinted
+// handoff) on the coordinator's disk, and hands them back oldest first for replay once
+// the replica is up again.
+//
+// Hints are bounded two ways, so that a long outage cannot fill the coordinator's disk:
+// by age (Window, default 3 h: hints older than it are dropped, and a replica whose
+// oldest hint is that old gets no new ones, since it will need a repair anyway) and by
+// total size (MaxBytes). A dropped hint is counted, never silent. Hints are stored in
+// their own pebble instance, written without fsync: a hint lost in a machine crash costs
+// a read repair later, not an acknowledged write, because the write was acknowledged by
+// the replicas that did take it.
+package hint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// Defaults of Options.
+const (
+	DefaultWindow   = 3 * time.Hour
+	DefaultMaxBytes = 1 << 30
+)
+
+// Errors returned by Add when a hint is dropped instead of stored.
+var (
+	ErrFull    = errors.New("hint: store full")
+	ErrExpired = errors.New("hint: replica unreachable for longer than the hint window")
+)
+
+// Options configure a Store.
+type Options struct {
+	Window   time.Duration // default DefaultWindow
+	MaxBytes int64         // default DefaultMaxBytes
+}
+
+// Stats describes the hints held for one replica.
+type Stats struct {
+	Hints   int64
+	Bytes   int64
+	Oldest  time.Time // zero when there are none
+	Dropped int64     // hints refused or expired since the store was opened
+}
+
+// Store is a coordinator's durable hint store. Safe for concurrent use.
+type Store struct {
+	db   *pebble.DB
+	opts Options
+
+	mu      sync.Mutex
+	seq     uint64
+	targets map[string]*Stats
+	total   int64
+}
+
+// Open opens (creating) the hint store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("hint: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, opts: opts, targets: map[string]*Stats{}}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// load rebuilds the per-target counters and the sequence from what is stored.
+func (s *Store) load() error {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("hint: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		target, seq, err := parseKey(it.Key())
+		if err != nil {
+			return err
+		}
+		created, _, err := parseValue(it.Value())
+		if err != nil {
+			return err
+		}
+		s.seq = max(s.seq, seq)
+		s.count(target, created, int64(len(it.Key())+len(it.Value())))
+	}
+	return nil
+}
+
+func (s *Store) count(target string, created time.Time, size int64) {
+	st := s.targets[target]
+	if st == nil {
+		st = &Stats{}
+		s.targets[target] = st
+	}
+	st.Hints++
+	st.Bytes += size
+	s.total += size
+	if st.Oldest.IsZero() || created.Before(st.Oldest) {
+		st.Oldest = created
+	}
+}
+
+// Add stores m for target, created now. It returns ErrFull or ErrExpired (and counts the
+// drop) when the bounds refuse it.
+func (s *Store) Add(target string, m row.Mutation, now time.Time) error {
+	if target == "" || bytes.IndexByte([]byte(target), 0) >= 0 {
+		return fmt.Errorf("hint: invalid target %q", target)
+	}
+	val := binary.BigEndian.AppendUint64(nil, uint64(now.UnixMicro()))
+	val = wire.AppendWriteRequest(val, &wire.WriteRequest{Mutations: []row.Mutation{m}})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.targets[target]
+	switch {
+	case st != nil && !st.Oldest.IsZero() && now.Sub(st.Oldest) > s.opts.Window:
+		st.Dropped++
+		return ErrExpired
+	case s.total+int64(len(val)) > s.opts.MaxBytes:
+		s.dropped(target)
+		return ErrFull
+	}
+	s.seq = max(s.seq+1, uint64(now.UnixNano()))
+	key := makeKey(target, s.seq)
+	if err := s.db.Set(key, val, pebble.NoSync); err != nil {
+		return fmt.Errorf("hint: add: %w", err)
+	}
+	s.count(target, now, int64(len(key)+len(val)))
+	return nil
+}
+
+func (s *Store) dropped(target string) {
+	if s.targets[target] == nil {
+		s.targets[target] = &Stats{}
+	}
+	s.targets[target].Dropped++
+}
+
+// Replay hands up to max of target's oldest hints to send as one batch, and deletes them
+// once send returns nil. Hints older than the window are deleted unsent (and counted as
+// dropped). It returns how many hints were sent; send's error is returned as is, and the
+// hints stay for the next attempt. Replays of one target must not run concurrently.
+func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mutation) error) (int, error) {
+	lo, hi := makeKey(target, 0), makeKey(target, ^uint64(0))
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, fmt.Errorf("hint: %w", err)
+	}
+	var batch []row.Mutation
+	var keys [][]byte
+	var expired [][]byte
+	for it.First(); it.Valid() && len(batch) < max; it.Next() {
+		created, req, err := parseValue(bytes.Clone(it.Value()))
+		if err != nil {
+			it.Close()
+			return 0, err
+		}
+		if now.Sub(created) > s.opts.Window {
+			expired = append(expired, bytes.Clone(it.Key()))
+			continue
+		}
+		batch = append(batch, req.Mutations...)
+		keys = append(keys, bytes.Clone(it.Key()))
+	}
+	it.Close()
+	if err := s.delete(target, expired, true); err != nil {
+		return 0, err
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := send(batch); err != nil {
+		return 0, err
+	}
+	return len(keys), s.delete(target, keys, false)
+}
+
+// delete removes hints of target; dropped says whether they count as dropped.
+func (s *Store) delete(target string, keys [][]byte, dropped bool) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	for _, k := range keys {
+		_ = b.Delete(k, nil)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("hint: delete: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recount(target, dropped, int64(len(keys)))
+}
+
+// recount recomputes target's counters from disk after a deletion (hints are few and
+// replays are batched, so a scan is cheap and keeps the counters exact).
+func (s *Store) recount(target string, dropped bool, n int64) error {
+	old := s.targets[target]
+	fresh := &Stats{}
+	if old != nil {
+		fresh.Dropped = old.Dropped
+		s.total -= old.Bytes
+	}
+	if dropped {
+		fresh.Dropped += n
+	}
+	s.targets[target] = fresh
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: makeKey(target, 0), UpperBound: makeKey(target, ^uint64(0))})
+	if err != nil {
+		return fmt.Errorf("hint: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		created, _, err := parseValue(it.Value())
+		if err != nil {
+			return err
+		}
+		s.count(target, created, int64(len(it.Key())+len(it.Value())))
+	}
+	return nil
+}
+
+// Stats returns a copy of the counters of every target that has or had hints.
+func (s *Store) Stats() map[string]Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Stats, len(s.targets))
+	for t, st := range s.targets {
+		out[t] = *st
+	}
+	return out
+}
+
+// Close flushes and closes the store.
+func (s *Store) Close() error {
+	if err := s.db.Flush(); err != nil {
+		s.db.Close()
+		return fmt.Errorf("hint: close: %w", err)
+	}
+	return s.db.Close()
+}
+
+// Keys are target, 0x00, then the sequence number big-endian, so a target's hints sort
+// oldest first. Target IDs must not contain 0x00.
+func makeKey(target string, seq uint64) []byte {
+	k := append([]byte(target), 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func parseKey(k []byte) (string, uint64, error) {
+	if len(k) < 9 || k[len(k)-9] != 0 {
+		return "", 0, fmt.Errorf("hint: malformed key %q", k)
+	}
+	return string(k[:len(k)-9]), binary.BigEndian.Uint64(k[len(k)-8:]), nil
+}
+
+func parseValue(v []byte) (time.Time, wire.WriteRequest, error) {
+	if len(v) < 8 {
+		return time.Time{}, wire.WriteRequest{}, fmt.Errorf("hint: malformed value")
+	}
+	req, err := wire.DecodeWriteRequest(v[8:])
+	if err != nil {
+		return time.Time{}, wire.WriteRequest{}, fmt.Errorf("hint: %w", err)
+	}
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(v[:8]))), req, nil
+}

@@ -1,0 +1,121 @@
+package hint
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/row"
+)
+
+func mutation(i int) row.Mutation {
+	v := fmt.Appendf(nil, "v%d", i)
+	return row.Mutation{Key: fmt.Appendf(nil, "k%d", i),
+		Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: v, Timestamp: int64(i + 1)}}}}
+}
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func TestHintsSurviveRestartAndReplayOldestFirst(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Add("n2", mutation(i), t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Add("n3", mutation(9), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st := s.Stats()["n2"]; st.Hints != 3 || !st.Oldest.Equal(t0) || st.Bytes == 0 {
+		t.Fatalf("after restart n2 has %+v, want 3 hints from %v", st, t0)
+	}
+	var sent []string
+	send := func(ms []row.Mutation) error {
+		for _, m := range ms {
+			sent = append(sent, string(m.Key))
+		}
+		return nil
+	}
+	now := t0.Add(time.Minute)
+	if n, err := s.Replay("n2", now, 2, send); n != 2 || err != nil {
+		t.Fatalf("first replay: %d, %v", n, err)
+	}
+	if n, err := s.Replay("n2", now, 2, send); n != 1 || err != nil {
+		t.Fatalf("second replay: %d, %v", n, err)
+	}
+	if n, _ := s.Replay("n2", now, 2, send); n != 0 {
+		t.Fatalf("third replay sent %d", n)
+	}
+	if fmt.Sprint(sent) != "[k0 k1 k2]" {
+		t.Errorf("replayed %v, want oldest first [k0 k1 k2]", sent)
+	}
+	if st := s.Stats(); st["n2"].Hints != 0 || st["n2"].Bytes != 0 || st["n3"].Hints != 1 {
+		t.Errorf("stats after replay: %+v", st)
+	}
+}
+
+func TestFailedReplayKeepsHints(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.Add("n2", mutation(1), t0)
+	boom := errors.New("replica gone again")
+	if _, err := s.Replay("n2", t0, 10, func([]row.Mutation) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("replay error: %v", err)
+	}
+	if st := s.Stats()["n2"]; st.Hints != 1 {
+		t.Errorf("a failed replay lost hints: %+v", st)
+	}
+}
+
+func TestWindowAndSizeBoundHints(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{Window: time.Hour, MaxBytes: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Add("n2", mutation(1), t0); err != nil {
+		t.Fatal(err)
+	}
+	// n2 has been unreachable for longer than the window: no new hints.
+	if err := s.Add("n2", mutation(2), t0.Add(2*time.Hour)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("hint past the window: %v", err)
+	}
+	// The store holds at most 200 bytes.
+	var err2 error
+	for i := range 10 {
+		if err2 = s.Add("n3", mutation(i), t0); err2 != nil {
+			break
+		}
+	}
+	if !errors.Is(err2, ErrFull) {
+		t.Fatalf("hints past MaxBytes: %v", err2)
+	}
+	// Replaying after the window deletes the expired hint unsent.
+	sent := 0
+	n, err := s.Replay("n2", t0.Add(2*time.Hour), 10, func(ms []row.Mutation) error { sent += len(ms); return nil })
+	if n != 0 || err != nil || sent != 0 {
+		t.Fatalf("expired replay sent %d (%d, %v)", sent, n, err)
+	}
+	if st := s.Stats()["n2"]; st.Hints != 0 || st.Dropped != 2 {
+		t.Errorf("n2 after expiry: %+v, want no hints and 2 dropped", st)
+	}
+	if err := s.Add("bad\x00id", mutation(1), t0); err == nil {
+		t.Error("target with a NUL byte accepted")
+	}
+}
