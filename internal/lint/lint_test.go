@@ -14,7 +14,7 @@ import (
 )
 
 // purePackages decide things and must be runnable inside a simulator: no sockets, no node.
-var purePackages = []string{"internal/row", "internal/ring", "internal/coord", "internal/wire"}
+var purePackages = []string{"internal/row", "internal/ring", "internal/coord", "internal/wire", "internal/cluster"}
 
 // forbiddenInPure are imports a pure package must not have.
 var forbiddenInPure = []string{"net", "net/http", "os/exec", "github.com/kuradb/kura/internal/node"}

@@ -1,0 +1,146 @@
+// Package cluster is every node's view of the cluster's members: who they are (ID, host,
+// rack, engine role, addresses), their vnode tokens and their status (joining, normal,
+// leaving, removed), merged from what gossip brings, plus the local failure detector's
+// opinion of whether each is up.
+//
+// It is pure. Each member owns its own entry and bumps its Version whenever it changes
+// it; a view keeps, per member, the entry with the highest version, so entries spread by
+// gossip (package membership) converge on every node whatever order they arrive in. The
+// view is saved to disk by the node so that a restarted node knows the ring before it
+// hears from anyone.
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// Status is a member's place in its life cycle, set by the member itself.
+type Status string
+
+// Member statuses. Only normal and leaving members own tokens on the ring; a joining
+// member is streaming its ranges; a removed member stays listed so that its removal wins
+// over older gossip about it.
+const (
+	Joining Status = "joining"
+	Normal  Status = "normal"
+	Leaving Status = "leaving"
+	Removed Status = "removed"
+)
+
+// Member is one node's entry.
+type Member struct {
+	ID            ring.NodeID  `json:"id"`
+	Host          string       `json:"host"`
+	Rack          string       `json:"rack"`
+	Engine        string       `json:"engine"`
+	Role          engine.Role  `json:"role"`
+	ClientAddr    string       `json:"client_addr"`
+	InternodeAddr string       `json:"internode_addr"`
+	GossipAddr    string       `json:"gossip_addr"`
+	AdminAddr     string       `json:"admin_addr"`
+	Tokens        []ring.Token `json:"tokens"`
+	Status        Status       `json:"status"`
+	Version       uint64       `json:"version"`
+	// Up is this node's failure detector's opinion; it is not gossiped or saved.
+	Up bool `json:"-"`
+}
+
+// View is one node's view of the cluster. Not safe for concurrent use.
+type View struct {
+	members map[ring.NodeID]*Member
+}
+
+// NewView returns an empty view.
+func NewView() *View { return &View{members: map[ring.NodeID]*Member{}} }
+
+// Merge takes an entry heard about (or the local node's own). It keeps it if it is newer
+// than what the view has, and reports whether the view changed. The member's Up opinion
+// is kept from the view, not taken from m.
+func (v *View) Merge(m Member) bool {
+	if m.ID == "" {
+		return false
+	}
+	old, ok := v.members[m.ID]
+	if ok && old.Version >= m.Version {
+		return false
+	}
+	m.Tokens = slices.Clone(m.Tokens)
+	if ok {
+		m.Up = old.Up
+	}
+	v.members[m.ID] = &m
+	return true
+}
+
+// SetUp records the failure detector's opinion of id, and reports whether it changed.
+func (v *View) SetUp(id ring.NodeID, up bool) bool {
+	m, ok := v.members[id]
+	if !ok || m.Up == up {
+		return false
+	}
+	m.Up = up
+	return true
+}
+
+// Member returns id's entry.
+func (v *View) Member(id ring.NodeID) (Member, bool) {
+	m, ok := v.members[id]
+	if !ok {
+		return Member{}, false
+	}
+	return *m, true
+}
+
+// Members returns every entry, sorted by ID.
+func (v *View) Members() []Member {
+	out := make([]Member, 0, len(v.members))
+	for _, m := range v.members {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return out
+}
+
+// Ring builds the token ring from the members that own tokens: normal and leaving ones.
+func (v *View) Ring() (*ring.Ring, error) {
+	var nodes []ring.Node
+	for _, m := range v.Members() {
+		if m.Status == Normal || m.Status == Leaving {
+			nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Tokens: m.Tokens})
+		}
+	}
+	r, err := ring.New(nodes)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return r, nil
+}
+
+// Marshal encodes the view's entries (without Up opinions) for saving or for gossip's
+// full-state exchange.
+func (v *View) Marshal() []byte {
+	b, err := json.Marshal(v.Members())
+	if err != nil {
+		panic(err) // plain structs
+	}
+	return b
+}
+
+// MergeEncoded merges entries encoded by Marshal and reports whether the view changed.
+func (v *View) MergeEncoded(b []byte) (bool, error) {
+	var ms []Member
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return false, fmt.Errorf("cluster: malformed view: %w", err)
+	}
+	changed := false
+	for _, m := range ms {
+		changed = v.Merge(m) || changed
+	}
+	return changed, nil
+}
