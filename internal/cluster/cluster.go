@@ -54,10 +54,13 @@ type Member struct {
 // View is one node's view of the cluster. Not safe for concurrent use.
 type View struct {
 	members map[ring.NodeID]*Member
+	up      map[ring.NodeID]bool // the failure detector's opinions, also of members not yet heard of
 }
 
 // NewView returns an empty view.
-func NewView() *View { return &View{members: map[ring.NodeID]*Member{}} }
+func NewView() *View {
+	return &View{members: map[ring.NodeID]*Member{}, up: map[ring.NodeID]bool{}}
+}
 
 // Merge takes an entry heard about (or the local node's own). It keeps it if it is newer
 // than what the view has, and reports whether the view changed. The member's Up opinion
@@ -71,20 +74,18 @@ func (v *View) Merge(m Member) bool {
 		return false
 	}
 	m.Tokens = slices.Clone(m.Tokens)
-	if ok {
-		m.Up = old.Up
-	}
+	m.Up = false // kept in v.up
 	v.members[m.ID] = &m
 	return true
 }
 
-// SetUp records the failure detector's opinion of id, and reports whether it changed.
+// SetUp records the failure detector's opinion of id, which may come before id's entry
+// does, and reports whether it changed.
 func (v *View) SetUp(id ring.NodeID, up bool) bool {
-	m, ok := v.members[id]
-	if !ok || m.Up == up {
+	if v.up[id] == up {
 		return false
 	}
-	m.Up = up
+	v.up[id] = up
 	return true
 }
 
@@ -94,14 +95,18 @@ func (v *View) Member(id ring.NodeID) (Member, bool) {
 	if !ok {
 		return Member{}, false
 	}
-	return *m, true
+	out := *m
+	out.Up = v.up[id]
+	return out, true
 }
 
 // Members returns every entry, sorted by ID.
 func (v *View) Members() []Member {
 	out := make([]Member, 0, len(v.members))
-	for _, m := range v.members {
-		out = append(out, *m)
+	for id, m := range v.members {
+		c := *m
+		c.Up = v.up[id]
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	return out
