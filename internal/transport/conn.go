@@ -1,0 +1,215 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// call is one outstanding request. Whoever removes it from clientConn.pending (the reader
+// with the response, fail with the connection's error) sends exactly one result on ch,
+// which has room for it, so the send never blocks.
+type call struct {
+	ch chan result
+}
+
+type result struct {
+	payload []byte
+	err     error
+}
+
+var callPool = sync.Pool{New: func() any { return &call{ch: make(chan result, 1)} }}
+
+// clientConn is one connection of a Client: a writer goroutine (frameWriter) and a reader
+// goroutine that matches responses to calls by request ID.
+type clientConn struct {
+	c        *Client
+	nc       net.Conn
+	w        *frameWriter
+	inflight chan struct{} // one token per outstanding call (MaxInFlight)
+	dead     chan struct{} // closed by fail
+	healthy  atomic.Bool   // a response has arrived: the peer speaks the protocol
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]*call // nil once the connection failed
+}
+
+func newClientConn(c *Client, nc net.Conn) *clientConn {
+	cn := &clientConn{
+		c:        c,
+		nc:       nc,
+		inflight: make(chan struct{}, c.cfg.MaxInFlight),
+		dead:     make(chan struct{}),
+		pending:  make(map[uint64]*call),
+	}
+	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, cn.fail)
+	return cn
+}
+
+// overloadTimer is the QueueWait budget of one call, started at the first wait.
+type overloadTimer struct {
+	d time.Duration
+	t *time.Timer
+}
+
+func (o *overloadTimer) C() <-chan time.Time {
+	if o.t == nil {
+		o.t = time.NewTimer(o.d)
+	}
+	return o.t.C
+}
+
+func (o *overloadTimer) stop() {
+	if o.t != nil {
+		o.t.Stop()
+	}
+}
+
+func (cn *clientConn) call(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
+	wait := overloadTimer{d: cn.c.cfg.QueueWait}
+	defer wait.stop()
+	select {
+	case cn.inflight <- struct{}{}:
+	default:
+		select {
+		case cn.inflight <- struct{}{}:
+		case <-ctx.Done():
+			return nil, cn.ctxErr(ctx, method)
+		case <-wait.C():
+			return nil, fmt.Errorf("transport: call %d to %s: %w: %d calls in flight", method, cn.c.addr, ErrOverloaded, cap(cn.inflight))
+		case <-cn.dead:
+			return nil, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
+		}
+	}
+	r := cn.roundTrip(ctx, method, payload, &wait)
+	<-cn.inflight
+	return r.payload, r.err
+}
+
+// roundTrip registers the call, queues the request and waits for its result. The caller
+// holds an in-flight slot.
+func (cn *clientConn) roundTrip(ctx context.Context, method uint16, payload []byte, wait *overloadTimer) result {
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return result{err: cn.ctxErr(ctx, method)}
+		}
+	}
+	cl := callPool.Get().(*call)
+	cn.mu.Lock()
+	if cn.pending == nil {
+		cn.mu.Unlock()
+		callPool.Put(cl)
+		return result{err: fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)}
+	}
+	cn.nextID++
+	id := cn.nextID
+	cn.pending[id] = cl
+	cn.mu.Unlock()
+
+	var f outFrame
+	putHeader(f.hdr[:], TypeRequest, method, id, timeout, len(payload))
+	f.payload, f.pooled = copyPayload(payload)
+	select {
+	case cn.w.q <- f:
+	default:
+		var err error
+		select {
+		case cn.w.q <- f:
+		case <-ctx.Done():
+			err = cn.ctxErr(ctx, method)
+		case <-wait.C():
+			err = fmt.Errorf("transport: call %d to %s: %w: send queue of %d frames full", method, cn.c.addr, ErrOverloaded, cap(cn.w.q))
+		case <-cn.dead:
+			err = fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
+		}
+		if err != nil {
+			if f.pooled != nil {
+				payloadPool.Put(f.pooled)
+			}
+			cn.abandon(id, cl)
+			return result{err: err}
+		}
+	}
+	select {
+	case r := <-cl.ch:
+		callPool.Put(cl)
+		return r
+	case <-ctx.Done():
+		cn.abandon(id, cl)
+		return result{err: cn.ctxErr(ctx, method)}
+	}
+}
+
+func (cn *clientConn) ctxErr(ctx context.Context, method uint16) error {
+	return fmt.Errorf("transport: call %d to %s: %w", method, cn.c.addr, ctx.Err())
+}
+
+// abandon withdraws a call its caller no longer waits for. If the reader or fail already
+// took it, their result is on its way and is drained, so the call can be reused.
+func (cn *clientConn) abandon(id uint64, cl *call) {
+	cn.mu.Lock()
+	if cn.pending != nil && cn.pending[id] == cl {
+		delete(cn.pending, id)
+		cn.mu.Unlock()
+	} else {
+		cn.mu.Unlock()
+		<-cl.ch
+	}
+	callPool.Put(cl)
+}
+
+func (cn *clientConn) readLoop() {
+	dec := NewDecoder(cn.nc, cn.c.cfg.MaxPayloadBytes)
+	for {
+		f, err := dec.Next()
+		if err != nil {
+			cn.fail(err)
+			return
+		}
+		var r result
+		switch f.Type {
+		case TypeResponse:
+			r.payload = f.Payload
+		case TypeError:
+			r.err = parseErrorPayload(f.Payload)
+		default:
+			cn.fail(fmt.Errorf("%w: a client received a %s frame", ErrMalformedFrame, f.Type))
+			return
+		}
+		if !cn.healthy.Load() {
+			cn.healthy.Store(true)
+		}
+		cn.mu.Lock()
+		cl := cn.pending[f.ID]
+		delete(cn.pending, f.ID)
+		cn.mu.Unlock()
+		if cl != nil { // else the caller gave up: the late response is dropped
+			cl.ch <- r
+		}
+	}
+}
+
+// fail tears the connection down once: outstanding calls get ErrConnectionLost wrapping
+// cause, the socket is closed (which ends the reader), the writer exits, and the client
+// forgets the connection.
+func (cn *clientConn) fail(cause error) {
+	cn.mu.Lock()
+	pending := cn.pending
+	cn.pending = nil
+	cn.mu.Unlock()
+	if pending == nil {
+		return
+	}
+	close(cn.dead)
+	cn.nc.Close()
+	cn.c.connLost(cn, cause)
+	err := fmt.Errorf("transport: %s: %w: %w", cn.c.addr, ErrConnectionLost, cause)
+	for _, cl := range pending {
+		cl.ch <- result{err: err}
+	}
+}

@@ -1,0 +1,81 @@
+// Package transport carries requests and responses between kura nodes: a framed,
+// multiplexed request/response protocol over TCP that moves opaque payloads by method
+// number. The messages themselves (what a method number means, how its payload is
+// encoded) belong to package wire; this package never looks inside a payload.
+//
+// # Frames
+//
+// Every frame is a fixed 20-byte header followed by the payload. Integers are big-endian.
+//
+//	 0        1        2        3        4        5        6        7
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|version |  type  |     method      |          payload length           |
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|                              request ID                               |
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|         timeout (µs)              |  payload (length bytes) ...
+//	+--------+--------+--------+--------+--------
+//
+//	version   1 byte   Version (1). Checked on every frame.
+//	type      1 byte   1 request, 2 response, 3 error; 4 is reserved for one-way
+//	                   messages; anything else is rejected.
+//	method    2 bytes  chosen by the caller; echoed in the response.
+//	length    4 bytes  payload length; over the receiver's limit is rejected before the
+//	                   payload is read.
+//	ID        8 bytes  chosen by the client, unique among its outstanding requests on the
+//	                   connection; the response carries the same ID.
+//	timeout   4 bytes  requests only: the caller's remaining time in microseconds,
+//	                   rounded up (0 = no deadline; at most MaxTimeout). It is relative so
+//	                   that clock skew between nodes does not matter; the server's handler
+//	                   context gets the deadline arrival time + timeout. Zero in other
+//	                   frames.
+//
+// An error frame's payload is a 2-byte code (see CodeHandlerError and the codes after it)
+// followed by a UTF-8 message. Decode and Decoder parse frames and are fuzzed.
+//
+// A frame that cannot be decoded (wrong version, unknown type, a payload over the limit)
+// closes its connection: there is no way to find the next frame boundary. A request over
+// the server's limit is first answered with a CodeTooLarge error frame, since its header
+// names the request.
+//
+// # Connections
+//
+// A Client talks to one peer over one connection, dialed on first use and redialed after
+// it breaks, with exponential backoff and jitter after failures. Many calls are in flight
+// at once, matched to responses by request ID. One writer goroutine per connection drains
+// a bounded send queue into a buffered writer and flushes once per batch, so that small
+// concurrent messages share syscalls; one reader goroutine delivers responses.
+//
+// A Server reads each connection in one goroutine, runs each request in its own goroutine
+// (at most ServerConfig.MaxInFlight per connection; at that bound it stops reading, which
+// pushes back through TCP), and writes responses through the same batching writer.
+//
+// # Limits and backpressure
+//
+// Every queue has a bound. A client connection has at most ClientConfig.MaxInFlight
+// outstanding calls and ClientConfig.SendQueueDepth queued requests; a Call that finds
+// either full waits up to ClientConfig.QueueWait (or until its context ends) and then fails
+// with ErrOverloaded. Payloads are limited to MaxPayloadBytes on both sides (default
+// 16 MiB). The queued requests of a client connection hold copies of their payloads, so a
+// client's queue memory is at most SendQueueDepth times its largest payload; a server
+// connection holds at most MaxInFlight responses.
+//
+// # Errors
+//
+// Call tells apart what a coordinator must: a *RemoteError (the handler failed), the
+// context's error (the caller stopped waiting; the request may have been handled),
+// ErrOverloaded and ErrUnreachable (nothing was sent), ErrConnectionLost (the connection
+// broke with the call outstanding; the request may have been handled) and ErrClosed.
+//
+// # Memory ownership
+//
+// Call copies the request payload before sending it, so the caller may reuse it once Call
+// returns; the response payload Call returns is a fresh slice that the caller owns. A
+// Handler's request payload is valid only until Handle returns; the slice Handle returns
+// passes to the transport and must not be modified afterwards.
+//
+// The protocol has no handshake, no keepalive of its own (TCP keepalive is on) and no
+// compression; a per-connection GOAWAY frame that lets clients stop sending before a
+// graceful Shutdown closes the socket would remove the ErrConnectionLost that requests sent
+// during the shutdown now see.
+package transport
