@@ -1,0 +1,68 @@
+// Package replica serves the internode requests a node receives as a replica: it applies
+// writes (client writes, hint replays, read repairs) to the local engine and answers reads
+// and digest reads from it. Keys are stored token-prefixed (ring.EngineKey), so that the
+// engine's order is the ring's order.
+package replica
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// Handler is the transport.Handler of a replica. Safe for concurrent use.
+type Handler struct {
+	Engine engine.Engine
+}
+
+// Handle decodes one request, runs it against the engine and encodes the answer.
+func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]byte, error) {
+	switch method {
+	case wire.MethodWrite:
+		return nil, h.write(payload)
+	case wire.MethodRead:
+		return h.read(payload)
+	}
+	return nil, fmt.Errorf("replica: unknown method %d", method)
+}
+
+func (h *Handler) write(payload []byte) error {
+	req, err := wire.DecodeWriteRequest(payload)
+	if err != nil {
+		return err
+	}
+	batch := make([]row.Mutation, len(req.Mutations))
+	for i, m := range req.Mutations {
+		if err := row.ValidateKey(m.Key); err != nil {
+			return fmt.Errorf("replica: %w", err)
+		}
+		// The payload is the transport's memory until Handle returns; engines copy what
+		// they keep during Apply, which returns before then.
+		batch[i] = row.Mutation{Key: ring.EngineKey(m.Key), Row: m.Row}
+	}
+	if err := h.Engine.Apply(batch); err != nil {
+		return fmt.Errorf("replica: %w", err)
+	}
+	return nil
+}
+
+func (h *Handler) read(payload []byte) ([]byte, error) {
+	req, err := wire.DecodeReadRequest(payload)
+	if err != nil {
+		return nil, err
+	}
+	r, found, err := h.Engine.Get(ring.EngineKey(req.Key))
+	if err != nil {
+		return nil, fmt.Errorf("replica: %w", err)
+	}
+	resp := wire.ReadResponse{Found: found, Row: r}
+	if req.Digest {
+		resp.Digest = coord.Digest(r, found)
+	}
+	return wire.AppendReadResponse(nil, &resp, req.Digest), nil
+}
