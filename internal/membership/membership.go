@@ -16,6 +16,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -44,6 +45,7 @@ type Config struct {
 // Gossip is a running member. Safe for concurrent use.
 type Gossip struct {
 	ml    *memberlist.Memberlist
+	mlp   atomic.Pointer[memberlist.Memberlist] // ml for memberlist's own goroutines, which start inside Create
 	queue *memberlist.TransmitLimitedQueue
 	cfg   Config
 
@@ -103,14 +105,15 @@ func Start(cfg Config, view *cluster.View) (*Gossip, error) {
 		return nil, fmt.Errorf("membership: %w", err)
 	}
 	g.ml = ml
+	g.mlp.Store(ml)
 	return g, nil
 }
 
 func (g *Gossip) numNodes() int {
-	if g.ml == nil {
-		return 1
+	if ml := g.mlp.Load(); ml != nil {
+		return ml.NumMembers()
 	}
-	return g.ml.NumMembers()
+	return 1
 }
 
 // Addr returns the gossip address others join through.
