@@ -1,0 +1,217 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// caller sends one internode request; *transport.Client is one, and so is the local
+// replica handler (the coordinator's own replica is reached without the network but
+// through the same code).
+type caller interface {
+	Call(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+}
+
+// hintSink keeps writes for replicas that did not take them (*hint.Store).
+type hintSink interface {
+	Add(target string, m row.Mutation, now time.Time) error
+}
+
+// clusterStore is the resp.Store of a cluster node: it coordinates every read and write
+// over the key's replica set with the coord package's state machines, carrying out their
+// effects over the transport. It is the driver of coord: the decisions are there.
+type clusterStore struct {
+	replicas func(key []byte) []coord.Replica // the key's replica set, with liveness
+	peer     func(id ring.NodeID) (caller, error)
+	policy   coord.Policy
+	level    coord.Level
+	repair   coord.RepairMode
+	timeout  time.Duration
+	hints    hintSink
+	log      *slog.Logger
+}
+
+// writeResult and readResult are replicas' answers, fed back into the state machines.
+type writeResult struct {
+	from ring.NodeID
+	err  error
+}
+
+type readResult struct {
+	from   ring.NodeID
+	repair bool // the answer to a read repair write
+	resp   coord.ReadResponse
+}
+
+// Apply coordinates each mutation of batch as its own write: a batch is atomic on one
+// replica, not across the keys of a cluster.
+func (s *clusterStore) Apply(batch []row.Mutation) error {
+	for i := range batch {
+		m := row.Mutation{Key: append([]byte(nil), batch[i].Key...), Row: batch[i].Row.Clone()}
+		if err := s.write(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs one write until its reply, then lets it finish (late answers still leave
+// hints) in the background.
+func (s *clusterStore) write(m row.Mutation) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	replicas := s.replicas(m.Key)
+	w, fx := coord.StartWrite(m, s.level, replicas, s.policy)
+	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
+	reply, done := s.runWrite(ctx, fx, results)
+	for !done {
+		select {
+		case r := <-results:
+			reply, done = s.runWrite(ctx, w.OnResponse(r.from, r.err), results)
+		case <-ctx.Done():
+			reply, done = s.runWrite(ctx, w.OnTimeout(), results)
+		}
+	}
+	go func() { // the rest of the replicas' answers, for hints
+		defer cancel()
+		for !w.Done() {
+			select {
+			case r := <-results:
+				s.runWrite(ctx, w.OnResponse(r.from, r.err), results)
+			case <-ctx.Done():
+				s.runWrite(ctx, w.OnTimeout(), results)
+			}
+		}
+	}()
+	return reply.Err
+}
+
+// runWrite carries out a write's effects and returns its reply once there is one.
+func (s *clusterStore) runWrite(ctx context.Context, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
+	var reply coord.Reply
+	done := false
+	for _, e := range fx {
+		switch e := e.(type) {
+		case coord.SendWrite:
+			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
+			go func() { results <- writeResult{e.To, s.call(ctx, e.To, wire.MethodWrite, payload, nil)} }()
+		case coord.StoreHint:
+			s.hint(e)
+		case coord.Reply:
+			reply, done = e, true
+		}
+	}
+	return reply, done
+}
+
+func (s *clusterStore) hint(h coord.StoreHint) {
+	if s.hints == nil {
+		return
+	}
+	if err := s.hints.Add(string(h.For), h.Mutation, time.Now()); err != nil {
+		s.log.Warn("hint dropped", "replica", h.For, "err", err)
+	}
+}
+
+// call sends one request to replica id; out, when not nil, receives the response.
+func (s *clusterStore) call(ctx context.Context, id ring.NodeID, method uint16, payload []byte, out *[]byte) error {
+	p, err := s.peer(id)
+	if err != nil {
+		return err
+	}
+	resp, err := p.Call(ctx, method, payload)
+	if out != nil {
+		*out = resp
+	}
+	return err
+}
+
+// Get coordinates a read of key.
+func (s *clusterStore) Get(key []byte) (row.Row, bool, error) {
+	key = append([]byte(nil), key...)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	replicas := s.replicas(key)
+	rd, fx := coord.StartRead(key, s.level, replicas, s.policy, s.repair)
+	// At most a digest read, a data read and a repair per replica: sends never block,
+	// whenever the read stops listening.
+	results := make(chan readResult, 3*len(replicas))
+	reply, done := s.runRead(ctx, key, fx, results)
+	for !done {
+		select {
+		case r := <-results:
+			reply, done = s.runRead(ctx, key, s.feedRead(rd, r), results)
+		case <-ctx.Done():
+			reply, done = s.runRead(ctx, key, rd.OnTimeout(), results)
+		}
+	}
+	// Background read repairs run until the request's deadline, then ctx is released.
+	time.AfterFunc(s.timeout, cancel)
+	if reply.Err != nil {
+		return row.Row{}, false, reply.Err
+	}
+	return reply.Row, reply.Found, nil
+}
+
+func (s *clusterStore) feedRead(rd *coord.Read, r readResult) []coord.Effect {
+	if r.repair {
+		return rd.OnRepairResponse(r.from, r.resp.Err)
+	}
+	return rd.OnResponse(r.from, r.resp)
+}
+
+// runRead carries out a read's effects and returns its reply once there is one.
+func (s *clusterStore) runRead(ctx context.Context, key []byte, fx []coord.Effect, results chan<- readResult) (coord.Reply, bool) {
+	var reply coord.Reply
+	done := false
+	for _, e := range fx {
+		switch e := e.(type) {
+		case coord.SendRead:
+			payload := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: key, Digest: e.Digest})
+			go func() {
+				var b []byte
+				err := s.call(ctx, e.To, wire.MethodRead, payload, &b)
+				results <- readResult{from: e.To, resp: decodeRead(b, err)}
+			}()
+		case coord.SendWrite: // read repair
+			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
+			go func() {
+				err := s.call(ctx, e.To, wire.MethodWrite, payload, nil)
+				if err != nil {
+					s.log.Debug("read repair failed", "replica", e.To, "err", err)
+				}
+				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
+			}()
+		case coord.Reply:
+			reply, done = e, true
+		}
+	}
+	return reply, done
+}
+
+func decodeRead(b []byte, err error) coord.ReadResponse {
+	if err != nil {
+		return coord.ReadResponse{Err: err}
+	}
+	r, err := wire.DecodeReadResponse(b)
+	if err != nil {
+		return coord.ReadResponse{Err: fmt.Errorf("node: read response: %w", err)}
+	}
+	return coord.ReadResponse{Row: r.Row, Found: r.Found, Digest: r.Digest}
+}
+
+// localCaller reaches the node's own replica handler without the network.
+type localCaller struct {
+	h interface {
+		Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+	}
+}
+
+func (l localCaller) Call(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
+	return l.h.Handle(ctx, method, payload)
+}

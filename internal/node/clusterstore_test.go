@@ -1,0 +1,185 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/replica"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/transport"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// testCluster is three replicas (memory engines) served over the real transport, and a
+// coordinator on n1 reaching n1 locally and the others through transport clients.
+type testCluster struct {
+	handlers map[ring.NodeID]*replica.Handler
+	servers  map[ring.NodeID]*transport.Server
+	clients  map[ring.NodeID]*transport.Client
+	mu       sync.Mutex
+	down     map[ring.NodeID]bool
+	hinted   []ring.NodeID
+	store    *clusterStore
+}
+
+func (c *testCluster) Add(target string, _ row.Mutation, _ time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hinted = append(c.hinted, ring.NodeID(target))
+	return nil
+}
+
+func (c *testCluster) hints() []ring.NodeID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]ring.NodeID(nil), c.hinted...)
+}
+
+func newTestCluster(t *testing.T, level coord.Level) *testCluster {
+	t.Helper()
+	c := &testCluster{handlers: map[ring.NodeID]*replica.Handler{}, servers: map[ring.NodeID]*transport.Server{},
+		clients: map[ring.NodeID]*transport.Client{}, down: map[ring.NodeID]bool{}}
+	ids := []ring.NodeID{"n1", "n2", "n3"}
+	for _, id := range ids {
+		eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { eng.Close() })
+		c.handlers[id] = &replica.Handler{Engine: eng}
+		srv, err := transport.NewServer(c.handlers[id], transport.ServerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(ln)
+		c.servers[id] = srv
+		cl, err := transport.NewClient(ln.Addr().String(), transport.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.clients[id] = cl
+		t.Cleanup(func() { cl.Close(); srv.Close() })
+	}
+	c.store = &clusterStore{
+		replicas: func([]byte) []coord.Replica {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			var out []coord.Replica
+			for _, id := range ids {
+				out = append(out, coord.Replica{ID: id, Up: !c.down[id]})
+			}
+			return out
+		},
+		peer: func(id ring.NodeID) (caller, error) {
+			if id == "n1" {
+				return localCaller{c.handlers[id]}, nil
+			}
+			return c.clients[id], nil
+		},
+		policy: coord.Uniform{}, level: level, timeout: 2 * time.Second, hints: c,
+		log: slog.New(slog.DiscardHandler),
+	}
+	return c
+}
+
+func cell(v string, ts int64) row.Row {
+	return row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte(v), Timestamp: ts}}}
+}
+
+// stored reads key straight from replica id's engine.
+func (c *testCluster) stored(t *testing.T, id ring.NodeID, key string) string {
+	t.Helper()
+	b, err := c.handlers[id].Handle(context.Background(), wire.MethodRead, wire.AppendReadRequest(nil, &wire.ReadRequest{Key: []byte(key)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := wire.DecodeReadResponse(b)
+	if err != nil || !r.Found {
+		return ""
+	}
+	return string(r.Row.Cells[0].Value)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting until %s", what)
+		}
+	}
+}
+
+func TestClusterStoreWritesAndReadsAtQuorum(t *testing.T) {
+	c := newTestCluster(t, coord.Quorum)
+	if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v1", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	r, found, err := c.store.Get([]byte("k"))
+	if err != nil || !found || string(r.Cells[0].Value) != "v1" {
+		t.Fatalf("read back: %v %v %v", r, found, err)
+	}
+	for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
+		eventually(t, string(id)+" holds the write", func() bool { return c.stored(t, id, "k") == "v1" })
+	}
+}
+
+func TestClusterStoreHintsDownAndFailedReplicas(t *testing.T) {
+	c := newTestCluster(t, coord.Quorum)
+	c.down["n2"] = true
+	if err := c.store.Apply([]row.Mutation{{Key: []byte("a"), Row: cell("x", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if h := c.hints(); len(h) != 1 || h[0] != "n2" {
+		t.Fatalf("hints %v, want one for the down replica n2", h)
+	}
+	// n3 is believed up but its server is gone: QUORUM still succeeds with n1 and n2
+	// (n2 is back up), and n3 gets a hint once its failure is known.
+	delete(c.down, "n2")
+	c.servers["n3"].Close()
+	if err := c.store.Apply([]row.Mutation{{Key: []byte("b"), Row: cell("y", 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n3 is hinted", func() bool {
+		h := c.hints()
+		return len(h) == 2 && h[1] == "n3"
+	})
+	c.store.level = coord.All
+	if err := c.store.Apply([]row.Mutation{{Key: []byte("c"), Row: cell("z", 3)}}); !errors.Is(err, coord.ErrTimeout) {
+		t.Fatalf("ALL with a dead replica: %v, want a timeout", err)
+	}
+	c.down["n2"], c.down["n3"] = true, true
+	c.store.level = coord.Quorum
+	if err := c.store.Apply([]row.Mutation{{Key: []byte("d"), Row: cell("w", 4)}}); !errors.Is(err, coord.ErrUnavailable) {
+		t.Fatalf("QUORUM with one live replica: %v, want unavailable", err)
+	}
+}
+
+func TestClusterStoreReadRepairsAStaleReplica(t *testing.T) {
+	c := newTestCluster(t, coord.Quorum)
+	put := func(id ring.NodeID, v string, ts int64) {
+		p := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{{Key: []byte("k"), Row: cell(v, ts)}}})
+		if _, err := c.handlers[id].Handle(context.Background(), wire.MethodWrite, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("n1", "old", 1)
+	put("n2", "new", 2)
+	put("n3", "new", 2)
+	r, _, err := c.store.Get([]byte("k"))
+	if err != nil || string(r.Cells[0].Value) != "new" {
+		t.Fatalf("read: %v %v, want the newest cell", r, err)
+	}
+	eventually(t, "n1 is repaired", func() bool { return c.stored(t, "n1", "k") == "new" })
+}
