@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -60,6 +61,34 @@ type Config struct {
 
 	Host string `yaml:"host"`
 	Rack string `yaml:"rack"`
+
+	GossipListen      string        `yaml:"gossip_listen"`
+	InternodeListen   string        `yaml:"internode_listen"`
+	Seeds             string        `yaml:"seeds"`
+	ReplicationFactor int           `yaml:"replication_factor"`
+	Placement         string        `yaml:"placement"`
+	NumTokens         int           `yaml:"num_tokens"`
+	TokenAllocation   string        `yaml:"token_allocation"`
+	Consistency       string        `yaml:"consistency"`
+	ReadRepair        string        `yaml:"read_repair"`
+	RequestTimeout    time.Duration `yaml:"request_timeout"`
+	HintWindow        time.Duration `yaml:"hint_window"`
+	HintMaxBytes      int64         `yaml:"hint_max_bytes"`
+}
+
+// Clustered reports whether the node joins a cluster (gossip_listen is set) rather than
+// serving alone.
+func (c *Config) Clustered() bool { return c.GossipListen != "" }
+
+// SeedList returns the seeds as a list.
+func (c *Config) SeedList() []string {
+	var out []string
+	for _, s := range strings.Split(c.Seeds, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Default returns the built-in defaults: a working single node on loopback.
@@ -83,6 +112,16 @@ func Default() Config {
 		LogLevel:             "info",
 		LogFormat:            "text",
 		Rack:                 "rack1",
+		InternodeListen:      "127.0.0.1:7380",
+		ReplicationFactor:    3,
+		Placement:            "host-aware",
+		NumTokens:            16,
+		TokenAllocation:      "balanced",
+		Consistency:          "QUORUM",
+		ReadRepair:           "background",
+		RequestTimeout:       2 * time.Second,
+		HintWindow:           3 * time.Hour,
+		HintMaxBytes:         1 << 30,
 	}
 }
 
@@ -112,6 +151,18 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's GOGC: how far the heap may grow past live data before a collection; 0 chooses: 25 with the memory engine (its rows are the heap, and 100 would let RSS reach twice the data), Go's default otherwise; a GOGC environment variable overrides the automatic choice")
 	fs.StringVar(&c.Host, "host", c.Host, "label of the machine this node runs on: replicas are never placed on two nodes of one host, and several kura nodes may share a machine; empty means the machine's hostname")
 	fs.StringVar(&c.Rack, "rack", c.Rack, "label of the rack (or failure domain) the host is in; rack-aware placement spreads replicas over racks")
+	fs.StringVar(&c.GossipListen, "gossip-listen", c.GossipListen, "cluster mode: address (TCP and UDP) for gossip with the other nodes; empty runs a single node")
+	fs.StringVar(&c.InternodeListen, "internode-listen", c.InternodeListen, "cluster mode: address other nodes send replica reads and writes to")
+	fs.StringVar(&c.Seeds, "seeds", c.Seeds, "cluster mode: comma-separated gossip addresses of nodes to join through; empty starts a new cluster")
+	fs.IntVar(&c.ReplicationFactor, "replication-factor", c.ReplicationFactor, "cluster mode: copies of every key")
+	fs.StringVar(&c.Placement, "placement", c.Placement, "cluster mode: replica placement: simple (next nodes clockwise), host-aware (never two replicas on one host) or rack-aware (spread over racks first)")
+	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "cluster mode: vnode tokens of a new node")
+	fs.StringVar(&c.TokenAllocation, "token-allocation", c.TokenAllocation, "cluster mode: how a new node picks its tokens: balanced (evens out replicated ownership) or random")
+	fs.StringVar(&c.Consistency, "consistency", c.Consistency, "cluster mode: default consistency level of reads and writes: ONE, TWO, QUORUM or ALL")
+	fs.StringVar(&c.ReadRepair, "read-repair", c.ReadRepair, "cluster mode: background (reply with the newest row at once, repair stale replicas after) or blocking (reply once they are repaired)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "cluster mode: how long a coordinator waits for replicas before answering TIMEOUT")
+	fs.DurationVar(&c.HintWindow, "hint-window", c.HintWindow, "cluster mode: a replica unreachable for longer gets no more hints (it needs a repair); hints older than this are dropped")
+	fs.Int64Var(&c.HintMaxBytes, "hint-max-bytes", c.HintMaxBytes, "cluster mode: most bytes of hints a node keeps; more are dropped (and counted)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 }
@@ -170,6 +221,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Host) > 255 || c.Rack == "" || len(c.Rack) > 255 {
 		return fmt.Errorf("%w: host must be at most 255 bytes and rack 1 to 255", ErrInvalid)
+	}
+	if err := c.validateCluster(); err != nil {
+		return err
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("%w: listen %q: %w", ErrInvalid, c.Listen, err)
@@ -232,4 +286,37 @@ func (c *Config) EffectiveGCPercent(envGOGC string) int {
 		return MemoryEngineGCPercent
 	}
 	return 0
+}
+
+// validateCluster checks the cluster-mode options.
+func (c *Config) validateCluster() error {
+	if !c.Clustered() {
+		return nil
+	}
+	addrs := append([]string{c.GossipListen, c.InternodeListen}, c.SeedList()...)
+	for _, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%w: address %q: %w", ErrInvalid, a, err)
+		}
+	}
+	switch {
+	case c.ReplicationFactor < 1 || c.ReplicationFactor > 16:
+		return fmt.Errorf("%w: replication_factor %d (want 1 to 16)", ErrInvalid, c.ReplicationFactor)
+	case c.NumTokens < 1 || c.NumTokens > 256:
+		return fmt.Errorf("%w: num_tokens %d (want 1 to 256)", ErrInvalid, c.NumTokens)
+	case c.Placement != "simple" && c.Placement != "host-aware" && c.Placement != "rack-aware":
+		return fmt.Errorf("%w: placement %q (want simple, host-aware or rack-aware)", ErrInvalid, c.Placement)
+	case c.TokenAllocation != "balanced" && c.TokenAllocation != "random":
+		return fmt.Errorf("%w: token_allocation %q (want balanced or random)", ErrInvalid, c.TokenAllocation)
+	case c.ReadRepair != "background" && c.ReadRepair != "blocking":
+		return fmt.Errorf("%w: read_repair %q (want background or blocking)", ErrInvalid, c.ReadRepair)
+	case c.RequestTimeout <= 0 || c.HintWindow <= 0 || c.HintMaxBytes <= 0:
+		return fmt.Errorf("%w: request_timeout, hint_window and hint_max_bytes must be positive", ErrInvalid)
+	}
+	switch strings.ToUpper(c.Consistency) {
+	case "ONE", "TWO", "QUORUM", "ALL":
+	default:
+		return fmt.Errorf("%w: consistency %q (want ONE, TWO, QUORUM or ALL)", ErrInvalid, c.Consistency)
+	}
+	return nil
 }

@@ -153,3 +153,35 @@ func TestGCPercentIsTightenedForTheMemoryEngineUnlessToldOtherwise(t *testing.T)
 		}
 	}
 }
+
+func TestClusterOptionsAreCheckedOnlyInClusterMode(t *testing.T) {
+	c := Default()
+	c.Placement = "nowhere" // ignored: no gossip_listen, a single node
+	if err := c.Validate(); err != nil || c.Clustered() {
+		t.Fatalf("single node with an unused bad option: %v", err)
+	}
+	c.GossipListen = "127.0.0.1:7946"
+	if err := c.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad placement in cluster mode: %v", err)
+	}
+	c.Placement = "rack-aware"
+	c.Seeds = " 127.0.0.1:7947, 127.0.0.1:7948 ,"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SeedList(); len(got) != 2 || got[1] != "127.0.0.1:7948" {
+		t.Errorf("seeds %q", got)
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.Seeds = "nohostport" },
+		func(c *Config) { c.ReplicationFactor = 0 },
+		func(c *Config) { c.Consistency = "SOME" },
+		func(c *Config) { c.NumTokens = 1000 },
+	} {
+		d := c
+		bad(&d)
+		if err := d.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("accepted %+v", d)
+		}
+	}
+}
