@@ -113,12 +113,23 @@ func (v *View) Members() []Member {
 }
 
 // Ring builds the token ring from the members that own tokens: normal and leaving ones.
+// Two nodes that joined at once may have picked the same token; the member with the lower
+// ID keeps it, the same way on every node, and the other owns that range no more.
 func (v *View) Ring() (*ring.Ring, error) {
 	var nodes []ring.Node
+	claimed := map[ring.Token]bool{}
 	for _, m := range v.Members() {
-		if m.Status == Normal || m.Status == Leaving {
-			nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Tokens: m.Tokens})
+		if m.Status != Normal && m.Status != Leaving {
+			continue
 		}
+		var tokens []ring.Token
+		for _, t := range m.Tokens {
+			if !claimed[t] {
+				claimed[t] = true
+				tokens = append(tokens, t)
+			}
+		}
+		nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Tokens: tokens})
 	}
 	r, err := ring.New(nodes)
 	if err != nil {

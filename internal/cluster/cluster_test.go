@@ -66,6 +66,15 @@ func TestRingHoldsNormalAndLeavingMembersOnly(t *testing.T) {
 	if _, err := NewView().Ring(); err == nil {
 		t.Error("a ring from no members")
 	}
+	// Two members claiming one token: the lower ID keeps it on every node.
+	v.Merge(member("e", 1, Normal, 10, 60))
+	r, err = v.Ring()
+	if err != nil {
+		t.Fatalf("duplicate token: %v", err)
+	}
+	if got := r.Primary(10); got != "a" {
+		t.Errorf("token 10 owned by %s, want a (the lower ID)", got)
+	}
 }
 
 func TestUpOpinionIsLocalAndSurvivesMerges(t *testing.T) {
