@@ -70,7 +70,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	db, err := pebble.Open(dir, &pebble.Options{})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("hint: open %s: %w", dir, err)
 	}
@@ -280,4 +280,14 @@ func parseValue(v []byte) (time.Time, wire.WriteRequest, error) {
 		return time.Time{}, wire.WriteRequest{}, fmt.Errorf("hint: %w", err)
 	}
 	return time.UnixMicro(int64(binary.BigEndian.Uint64(v[:8]))), req, nil
+}
+
+// quietLogger drops pebble's informational lines ("Found 0 WALs"); a fatal error still
+// stops the process, as pebble expects of its logger.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("hint: pebble: "+format, args...))
 }

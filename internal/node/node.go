@@ -16,11 +16,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/resp"
+	"github.com/kuradb/kura/internal/ring"
 )
 
 // Version is reported by INFO; the kura binary sets it.
@@ -36,6 +39,7 @@ type Node struct {
 	respLn   net.Listener
 	respDone chan error
 	admin    *adminServer
+	cluster  *clusterNode // nil for a single node
 	host     string
 	draining atomic.Bool
 	started  time.Time
@@ -73,9 +77,6 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)
 	}
 	reg := newRegistry(n.eng)
-	if n.resp, err = resp.New(n.respConfig(clock, reg)); err != nil {
-		return err
-	}
 	if n.respLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)
 	}
@@ -83,6 +84,16 @@ func (n *Node) start() (err error) {
 		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, log); err != nil {
 			return fmt.Errorf("node: listen for admin on %s: %w", cfg.AdminListen, err)
 		}
+	}
+	var store resp.Store = n.eng
+	if cfg.Clustered() {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, n.member()); err != nil {
+			return err
+		}
+		store = n.cluster.store
+	}
+	if n.resp, err = resp.New(n.respConfig(clock, reg, store)); err != nil {
+		return err
 	}
 	ln := n.respLn
 	go func() { n.respDone <- n.resp.Serve(ln) }()
@@ -104,11 +115,32 @@ func engineOptions(cfg config.Config) catalog.Options {
 	}
 }
 
-func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer) resp.Config {
+// member is this node's entry in the cluster view, before tokens and status.
+func (n *Node) member() cluster.Member {
+	return cluster.Member{ID: ring.NodeID(n.dir.id), Host: n.host, Rack: n.cfg.Rack, Engine: n.cfg.Engine,
+		Role: n.eng.Role(), ClientAddr: n.respLn.Addr().String(), GossipAddr: n.cfg.GossipListen,
+		AdminAddr: n.AdminAddr()}
+}
+
+// clusterErrorPrefix gives the coordinator's errors the RESP prefixes clients tell apart.
+func clusterErrorPrefix(err error) string {
+	switch {
+	case errors.Is(err, coord.ErrUnavailable):
+		return resp.PrefixUnavailable
+	case errors.Is(err, coord.ErrTimeout):
+		return "TIMEOUT"
+	case errors.Is(err, coord.ErrOverloaded):
+		return "OVERLOADED"
+	}
+	return ""
+}
+
+func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store resp.Store) resp.Config {
 	return resp.Config{
-		Store:    n.eng,
-		Clock:    clock,
-		Password: n.cfg.Password,
+		Store:       store,
+		ErrorPrefix: clusterErrorPrefix,
+		Clock:       clock,
+		Password:    n.cfg.Password,
 		KeysEstimate: func() (int64, bool) {
 			s := n.eng.Stats()
 			return s.RowsEstimate, s.Exact
@@ -151,6 +183,14 @@ func (n *Node) Host() string { return n.host }
 // Rack returns the node's rack label.
 func (n *Node) Rack() string { return n.cfg.Rack }
 
+// GossipAddr is the bound gossip address in cluster mode, or "".
+func (n *Node) GossipAddr() string {
+	if n.cluster == nil {
+		return ""
+	}
+	return n.cluster.gossipAddr()
+}
+
 // Addr is the address clients connect to.
 func (n *Node) Addr() string { return n.respLn.Addr().String() }
 
@@ -183,6 +223,9 @@ func (n *Node) closeAll(ctx context.Context) error {
 		}
 	} else if n.respLn != nil {
 		n.respLn.Close()
+	}
+	if n.cluster != nil {
+		errs = append(errs, n.cluster.close(ctx))
 	}
 	if n.eng != nil {
 		if err := n.eng.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {

@@ -1,0 +1,400 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kuradb/kura/internal/cluster"
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/membership"
+	"github.com/kuradb/kura/internal/replica"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/transport"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// viewFile is where a cluster node saves its view of the members, so that after a
+// restart it knows the ring before it hears from anyone.
+const viewFile = "CLUSTER.json"
+
+// Hint replay limits: every hintReplayInterval, up to hintReplayBatches batches of
+// hintReplayBatch hints per replica, so that a returning replica is not flooded.
+const (
+	hintReplayInterval = time.Second
+	hintReplayBatch    = 64
+	hintReplayBatches  = 4
+)
+
+// clusterNode is what cluster mode adds to a node: the replica server, gossip, the ring,
+// the coordinator's store, hints and their replay. It owns their goroutines.
+type clusterNode struct {
+	cfg      config.Config
+	log      *slog.Logger
+	self     ring.NodeID
+	dir      string
+	handler  *replica.Handler
+	hints    *hint.Store
+	server   *transport.Server
+	ln       net.Listener
+	gossip   *membership.Gossip
+	strategy ring.Strategy
+	store    *clusterStore
+
+	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
+	peersMu sync.Mutex
+	peers   map[ring.NodeID]*transport.Client
+
+	changed chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// clusterState is a snapshot of the view for the request path.
+type clusterState struct {
+	ring    *ring.Ring // nil until some member owns tokens
+	members map[ring.NodeID]cluster.Member
+}
+
+// startCluster starts cluster mode for a node whose engine and data directory are open.
+func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.Engine, self cluster.Member) (*clusterNode, error) {
+	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.path, handler: &replica.Handler{Engine: eng},
+		peers: map[ring.NodeID]*transport.Client{}, changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	var err error
+	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
+		return nil, err
+	}
+	if c.hints, err = hint.Open(filepath.Join(d.path, "hints"), hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes}); err != nil {
+		return nil, err
+	}
+	if err := c.startServer(); err != nil {
+		c.close(context.Background())
+		return nil, err
+	}
+	self.InternodeAddr = c.ln.Addr().String()
+	view, err := c.loadView()
+	if err != nil {
+		c.close(context.Background())
+		return nil, err
+	}
+	if saved, ok := view.Member(self.ID); ok && len(saved.Tokens) > 0 {
+		self.Tokens, self.Status = saved.Tokens, cluster.Normal
+	} else {
+		self.Status = cluster.Joining
+	}
+	c.gossip, err = membership.Start(membership.Config{Self: self, BindAddr: cfg.GossipListen,
+		Fast: isLoopback(cfg.GossipListen), OnChange: c.onChange, Logger: log}, view)
+	if err != nil {
+		c.close(context.Background())
+		return nil, err
+	}
+	c.store = c.newStore()
+	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
+	c.refresh()
+	c.wg.Add(2)
+	go c.saveLoop()
+	go c.hintLoop()
+	if err := c.join(self); err != nil {
+		c.close(context.Background())
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *clusterNode) startServer() error {
+	srv, err := transport.NewServer(c.handler, transport.ServerConfig{Logger: c.log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.cfg.InternodeListen)
+	if err != nil {
+		return fmt.Errorf("node: listen for other nodes on %s: %w", c.cfg.InternodeListen, err)
+	}
+	c.server, c.ln = srv, ln
+	go srv.Serve(ln)
+	return nil
+}
+
+// join contacts the seeds and, for a new node, picks its tokens from the ring it learned
+// and becomes normal. With no seeds the node starts a cluster of its own.
+func (c *clusterNode) join(self cluster.Member) error {
+	seeds := c.cfg.SeedList()
+	if len(seeds) > 0 {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := c.gossip.Join(seeds)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				if len(self.Tokens) > 0 {
+					c.log.Warn("no seed answered; serving with the saved ring", "seeds", seeds, "err", err)
+					break
+				}
+				return fmt.Errorf("node: join %v: %w", seeds, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		c.waitForState(2 * time.Second)
+	}
+	if len(self.Tokens) > 0 {
+		return nil
+	}
+	if len(seeds) > 0 {
+		c.waitForEarlierJoiners(30 * time.Second)
+	}
+	tokens := c.allocate(self)
+	c.gossip.Update(func(m *cluster.Member) { m.Tokens, m.Status = tokens, cluster.Normal })
+	c.log.Info("joined the ring", "tokens", len(tokens), "seeds", seeds)
+	return nil
+}
+
+// waitForState gives gossip a moment to bring the other members' entries after a join.
+func (c *clusterNode) waitForState(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if st := c.state.Load(); st != nil && st.ring != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// joinSettle is how long a new node listens before picking tokens, so that nodes
+// joining at the same moment hear of each other (several gossip rounds on a fast setup).
+const joinSettle = time.Second
+
+// waitForEarlierJoiners lets nodes that are joining at the same time pick their tokens
+// one after another, lowest node ID first: two nodes that computed tokens from the same
+// ring would choose the same ranges to split (and the same tokens). It gives up after
+// limit: a node stuck joining must not block the others for ever.
+func (c *clusterNode) waitForEarlierJoiners(limit time.Duration) {
+	time.Sleep(joinSettle)
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		earlier := false
+		for _, m := range c.gossip.Members() {
+			if m.Status == cluster.Joining && m.Up && m.ID < c.self {
+				earlier = true
+			}
+		}
+		if !earlier {
+			c.refresh()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.log.Warn("gave up waiting for nodes joining at the same time; picking tokens now")
+}
+
+// allocate picks the new node's tokens with the configured method.
+func (c *clusterNode) allocate(self cluster.Member) []ring.Token {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	st := c.state.Load()
+	var r *ring.Ring
+	if st != nil {
+		r = st.ring
+	}
+	if c.cfg.TokenAllocation == "random" {
+		return ring.RandomTokens(rng, c.cfg.NumTokens, nil)
+	}
+	node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack}
+	return ring.BalancedTokens(r, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rng)
+}
+
+// onChange runs on gossip's goroutines: it must not block.
+func (c *clusterNode) onChange() {
+	c.refresh()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// refresh rebuilds the request path's snapshot of the view.
+func (c *clusterNode) refresh() {
+	if c.gossip == nil {
+		return
+	}
+	st := &clusterState{members: map[ring.NodeID]cluster.Member{}}
+	for _, m := range c.gossip.Members() {
+		st.members[m.ID] = m
+	}
+	if r, err := c.gossip.Ring(); err == nil {
+		st.ring = r
+	}
+	c.state.Store(st)
+}
+
+func (c *clusterNode) newStore() *clusterStore {
+	level, _ := coord.ParseLevel(c.cfg.Consistency) // validated by config
+	mode := coord.RepairBackground
+	if c.cfg.ReadRepair == "blocking" {
+		mode = coord.RepairBlocking
+	}
+	return &clusterStore{replicas: c.replicas, peer: c.peer, policy: coord.Uniform{}, level: level,
+		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, log: c.log}
+}
+
+// replicas returns key's replica set with the failure detector's opinion of each.
+func (c *clusterNode) replicas(key []byte) []coord.Replica {
+	st := c.state.Load()
+	if st == nil || st.ring == nil {
+		return nil
+	}
+	ids := c.strategy.Replicas(st.ring, ring.TokenOf(key), c.cfg.ReplicationFactor)
+	out := make([]coord.Replica, len(ids))
+	for i, id := range ids {
+		m := st.members[id]
+		out[i] = coord.Replica{ID: id, Up: id == c.self || m.Up, Role: m.Role}
+	}
+	return out
+}
+
+// peer returns the caller for replica id: the local handler for this node, else a
+// transport client to the member's internode address.
+func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
+	if id == c.self {
+		return localCaller{c.handler}, nil
+	}
+	st := c.state.Load()
+	m, ok := st.members[id]
+	if !ok || m.InternodeAddr == "" {
+		return nil, fmt.Errorf("node: no internode address for %s", id)
+	}
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	if cl, ok := c.peers[id]; ok && cl.Addr() == m.InternodeAddr {
+		return cl, nil
+	} else if ok {
+		cl.Close() // the member moved
+	}
+	cl, err := transport.NewClient(m.InternodeAddr, transport.ClientConfig{})
+	if err != nil {
+		return nil, err
+	}
+	c.peers[id] = cl
+	return cl, nil
+}
+
+// saveLoop writes the view to disk after changes, at most every 100 ms.
+func (c *clusterNode) saveLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.changed:
+			if err := writeFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
+				c.log.Warn("could not save the cluster view", "err", err)
+			}
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (c *clusterNode) loadView() (*cluster.View, error) {
+	view := cluster.NewView()
+	b, err := os.ReadFile(filepath.Join(c.dir, viewFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return view, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
+	}
+	if _, err := view.MergeEncoded(b); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrDataDir, viewFile, err)
+	}
+	return view, nil
+}
+
+// hintLoop replays hints to replicas that are up again, a few batches per interval.
+func (c *clusterNode) hintLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(hintReplayInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.replayHints()
+		}
+	}
+}
+
+func (c *clusterNode) replayHints() {
+	st := c.state.Load()
+	for target, s := range c.hints.Stats() {
+		if s.Hints == 0 || !st.members[ring.NodeID(target)].Up {
+			continue
+		}
+		p, err := c.peer(ring.NodeID(target))
+		if err != nil {
+			continue
+		}
+		for range hintReplayBatches {
+			n, err := c.hints.Replay(target, time.Now(), hintReplayBatch, func(ms []row.Mutation) error {
+				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+				defer cancel()
+				_, err := p.Call(ctx, wire.MethodWrite, wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: ms}))
+				return err
+			})
+			if err != nil || n == 0 {
+				break
+			}
+			c.log.Debug("replayed hints", "replica", target, "hints", n)
+		}
+	}
+}
+
+// gossipAddr is the bound gossip address.
+func (c *clusterNode) gossipAddr() string { return c.gossip.Addr() }
+
+// close leaves the cluster and stops everything cluster mode started.
+func (c *clusterNode) close(ctx context.Context) error {
+	var errs []error
+	close(c.stop)
+	c.wg.Wait()
+	if c.gossip != nil {
+		if err := writeFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, c.gossip.Leave(time.Second))
+	}
+	if c.server != nil {
+		errs = append(errs, c.server.Shutdown(ctx))
+	}
+	c.peersMu.Lock()
+	for _, cl := range c.peers {
+		cl.Close()
+	}
+	c.peersMu.Unlock()
+	if c.hints != nil {
+		errs = append(errs, c.hints.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback() || strings.EqualFold(host, "localhost")
+}

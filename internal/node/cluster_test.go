@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+func clusterConfig(t *testing.T, host, seed string) config.Config {
+	c := testConfig(t, "memory")
+	c.Host = host
+	c.GossipListen, c.InternodeListen, c.Seeds = "127.0.0.1:0", "127.0.0.1:0", seed
+	c.RequestTimeout = time.Second
+	return c
+}
+
+// ready reports whether n sees want members, all normal with tokens and up.
+func ready(n *Node, want int) bool {
+	st := n.cluster.state.Load()
+	if st == nil || st.ring == nil || len(st.members) != want {
+		return false
+	}
+	for _, m := range st.members {
+		if len(m.Tokens) == 0 || !m.Up {
+			return false
+		}
+	}
+	return true
+}
+
+func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
+	n1, err := Start(clusterConfig(t, "h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Shutdown(context.Background())
+	n2, err := Start(clusterConfig(t, "h2", n1.GossipAddr()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Shutdown(context.Background())
+	cfg3 := clusterConfig(t, "h3", n1.GossipAddr())
+	n3, err := Start(cfg3, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{n1, n2, n3} {
+		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+	}
+	// Every key has three replicas on three hosts: nodes that joined at once did not pick
+	// the same tokens.
+	for _, n := range []*Node{n1, n2, n3} {
+		if rs := n.cluster.replicas([]byte("any key")); len(rs) != 3 {
+			t.Fatalf("replica set %v, want 3 nodes", rs)
+		}
+		own := n.cluster.state.Load().ring.Ownership()
+		for id, share := range own {
+			if share < 0.1 {
+				t.Errorf("%s owns %.3f of the ring", id, share)
+			}
+		}
+	}
+	ctx := context.Background()
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
+	defer c1.Close()
+	c2 := redis.NewClient(&redis.Options{Addr: n2.Addr(), Protocol: 2})
+	defer c2.Close()
+	if err := c1.Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c2.Get(ctx, "k").Result(); err != nil || got != "v1" {
+		t.Fatalf("GET through another coordinator: %q %v", got, err)
+	}
+
+	// n3 goes away; QUORUM writes go on (RF 3, three hosts), with hints for n3.
+	id3 := ring.NodeID(n3.ID())
+	if err := n3.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.state.Load().members[id3].Up })
+	if err := c1.Set(ctx, "k2", "while-down", 0).Err(); err != nil {
+		t.Fatalf("QUORUM write with one replica down: %v", err)
+	}
+	if st := n1.cluster.hints.Stats()[string(id3)]; st.Hints == 0 {
+		t.Fatalf("no hint for the down replica: %+v", n1.cluster.hints.Stats())
+	}
+
+	// n3 comes back from its data directory: hints are replayed to it.
+	n3, err = Start(cfg3, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n3.Shutdown(context.Background())
+	eventually(t, "n1's hints for n3 are replayed", func() bool {
+		return n1.cluster.hints.Stats()[string(id3)].Hints == 0
+	})
+	b, err := n3.cluster.handler.Handle(ctx, wire.MethodRead, wire.AppendReadRequest(nil, &wire.ReadRequest{Key: []byte("k2")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := wire.DecodeReadResponse(b); !r.Found {
+		t.Error("n3 does not hold the write it missed after the hint replay")
+	}
+}
