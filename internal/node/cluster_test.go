@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ func clusterConfig(t *testing.T, host, seed string) config.Config {
 	c.Host = host
 	c.GossipListen, c.InternodeListen, c.Seeds = "127.0.0.1:0", "127.0.0.1:0", seed
 	c.RequestTimeout = time.Second
+	c.AdminListen = "127.0.0.1:0"
 	return c
 }
 
@@ -66,6 +69,17 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 			}
 		}
 	}
+	// The admin address serves the view as `kura admin` reads it.
+	resp, err := http.Get("http://" + n1.AdminAddr() + "/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st ClusterStatus
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || len(st.Members) != 3 || len(st.Tokens) != 3*16 || st.Self != n1.ID() {
+		t.Fatalf("/cluster: %v %+v", err, st)
+	}
 	ctx := context.Background()
 	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
 	defer c1.Close()
@@ -106,5 +120,17 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	}
 	if r, _ := wire.DecodeReadResponse(b); !r.Found {
 		t.Error("n3 does not hold the write it missed after the hint replay")
+	}
+	// Every replica answers at ALL now, on a connection that asked for it.
+	conn := c2.Conn()
+	defer conn.Close()
+	if err := conn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n2 sees n3 up again", func() bool { return n2.cluster.state.Load().members[id3].Up })
+	for _, k := range []string{"k", "k2"} {
+		if v, err := conn.Get(ctx, k).Result(); err != nil || v == "" {
+			t.Errorf("GET %s at ALL: %q %v", k, v, err)
+		}
 	}
 }

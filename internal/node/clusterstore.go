@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
@@ -38,6 +39,8 @@ type clusterStore struct {
 	log      *slog.Logger
 }
 
+var _ resp.LeveledStore = (*clusterStore)(nil)
+
 // writeResult and readResult are replicas' answers, fed back into the state machines.
 type writeResult struct {
 	from ring.NodeID
@@ -50,12 +53,26 @@ type readResult struct {
 	resp   coord.ReadResponse
 }
 
-// Apply coordinates each mutation of batch as its own write: a batch is atomic on one
-// replica, not across the keys of a cluster.
-func (s *clusterStore) Apply(batch []row.Mutation) error {
+// Levels implements resp.LeveledStore.
+func (s *clusterStore) Levels() []string { return []string{"ONE", "TWO", "QUORUM", "ALL"} }
+
+// Apply coordinates each mutation of batch at the default level: see ApplyAt.
+func (s *clusterStore) Apply(batch []row.Mutation) error { return s.applyAt(s.level, batch) }
+
+// ApplyAt coordinates each mutation of batch as its own write at level: a batch is atomic
+// on one replica, not across the keys of a cluster.
+func (s *clusterStore) ApplyAt(level string, batch []row.Mutation) error {
+	l, err := coord.ParseLevel(level)
+	if err != nil {
+		return err
+	}
+	return s.applyAt(l, batch)
+}
+
+func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
 	for i := range batch {
 		m := row.Mutation{Key: append([]byte(nil), batch[i].Key...), Row: batch[i].Row.Clone()}
-		if err := s.write(m); err != nil {
+		if err := s.write(level, m); err != nil {
 			return err
 		}
 	}
@@ -64,10 +81,10 @@ func (s *clusterStore) Apply(batch []row.Mutation) error {
 
 // write runs one write until its reply, then lets it finish (late answers still leave
 // hints) in the background.
-func (s *clusterStore) write(m row.Mutation) error {
+func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	replicas := s.replicas(m.Key)
-	w, fx := coord.StartWrite(m, s.level, replicas, s.policy)
+	w, fx := coord.StartWrite(m, level, replicas, s.policy)
 	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
 	reply, done := s.runWrite(ctx, fx, results)
 	for !done {
@@ -132,12 +149,23 @@ func (s *clusterStore) call(ctx context.Context, id ring.NodeID, method uint16, 
 	return err
 }
 
-// Get coordinates a read of key.
-func (s *clusterStore) Get(key []byte) (row.Row, bool, error) {
+// Get coordinates a read of key at the default level.
+func (s *clusterStore) Get(key []byte) (row.Row, bool, error) { return s.getAt(s.level, key) }
+
+// GetAt coordinates a read of key at level.
+func (s *clusterStore) GetAt(level string, key []byte) (row.Row, bool, error) {
+	l, err := coord.ParseLevel(level)
+	if err != nil {
+		return row.Row{}, false, err
+	}
+	return s.getAt(l, key)
+}
+
+func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, error) {
 	key = append([]byte(nil), key...)
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	replicas := s.replicas(key)
-	rd, fx := coord.StartRead(key, s.level, replicas, s.policy, s.repair)
+	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
 	// At most a digest read, a data read and a repair per replica: sends never block,
 	// whenever the read stops listening.
 	results := make(chan readResult, 3*len(replicas))

@@ -155,12 +155,10 @@ func TestClusterStoreHintsDownAndFailedReplicas(t *testing.T) {
 		h := c.hints()
 		return len(h) == 2 && h[1] == "n3"
 	})
-	c.store.level = coord.All
-	if err := c.store.Apply([]row.Mutation{{Key: []byte("c"), Row: cell("z", 3)}}); !errors.Is(err, coord.ErrTimeout) {
+	if err := c.store.ApplyAt("ALL", []row.Mutation{{Key: []byte("c"), Row: cell("z", 3)}}); !errors.Is(err, coord.ErrTimeout) {
 		t.Fatalf("ALL with a dead replica: %v, want a timeout", err)
 	}
 	c.down["n2"], c.down["n3"] = true, true
-	c.store.level = coord.Quorum
 	if err := c.store.Apply([]row.Mutation{{Key: []byte("d"), Row: cell("w", 4)}}); !errors.Is(err, coord.ErrUnavailable) {
 		t.Fatalf("QUORUM with one live replica: %v, want unavailable", err)
 	}

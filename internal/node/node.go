@@ -39,7 +39,8 @@ type Node struct {
 	respLn   net.Listener
 	respDone chan error
 	admin    *adminServer
-	cluster  *clusterNode // nil for a single node
+	cluster  *clusterNode                // nil for a single node
+	clusterP atomic.Pointer[clusterNode] // cluster, for the admin server's goroutines
 	host     string
 	draining atomic.Bool
 	started  time.Time
@@ -81,7 +82,7 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)
 	}
 	if cfg.AdminListen != "" {
-		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, log); err != nil {
+		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, n.serveCluster, log); err != nil {
 			return fmt.Errorf("node: listen for admin on %s: %w", cfg.AdminListen, err)
 		}
 	}
@@ -91,6 +92,7 @@ func (n *Node) start() (err error) {
 			return err
 		}
 		store = n.cluster.store
+		n.clusterP.Store(n.cluster)
 	}
 	if n.resp, err = resp.New(n.respConfig(clock, reg, store)); err != nil {
 		return err

@@ -76,7 +76,8 @@ func commandArgs() map[string][]cmdArg {
 		"hello": {optional(block("arguments", intArg("protover"),
 			optional(tokenArg("AUTH", block("auth", strArg("username"), strArg("password")))),
 			optional(tokenArg("SETNAME", strArg("clientname")))))},
-		"info": {optional(multiple(strArg("section")))},
+		"info":             {optional(multiple(strArg("section")))},
+		"kura.consistency": {optional(strArg("level"))},
 	}
 }
 

@@ -89,6 +89,7 @@ func commandTable() []*command {
 		{"command", -1, ls, 0, 0, 0, "server", "2.8.13", "O(N) where N is the total number of commands", "Returns detailed information about all commands.", cmdCommand, 0},
 		{"config", -2, 0, 0, 0, 0, "server", "2.0.0", "Depends on subcommand.", "A container for server configuration commands.", cmdConfig, 0},
 		{"info", -1, ls, 0, 0, 0, "server", "1.0.0", "O(1)", "Returns information and statistics about the server.", cmdInfo, 0},
+		{"kura.consistency", -1, flagFast | ls, 0, 0, 0, cn, "kura", "O(1)", "Sets or returns this connection's consistency level (ONE, TWO, QUORUM, ALL) in a cluster.", cmdConsistency, 0},
 	}
 }
 

@@ -26,6 +26,17 @@ type Store interface {
 	Get(key []byte) (r row.Row, found bool, err error)
 }
 
+// LeveledStore is a Store that serves each request at a consistency level: a cluster
+// coordinator. KURA.CONSISTENCY sets a connection's level; requests of connections that
+// set none use Apply and Get, at the store's default level.
+type LeveledStore interface {
+	Store
+	// Levels lists the levels the store accepts, uppercase (ONE, TWO, QUORUM, ALL).
+	Levels() []string
+	ApplyAt(level string, batch []row.Mutation) error
+	GetAt(level string, key []byte) (r row.Row, found bool, err error)
+}
+
 // InfoSection is one "# Name" block of INFO output; Config.Info supplies the node's own
 // (the engine's, later the cluster's).
 type InfoSection struct {

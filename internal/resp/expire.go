@@ -78,7 +78,7 @@ func (h *Handler) expire(dst []byte, args [][]byte, s *Session, unit int64, name
 	if dst, ok = h.checkReadKey(dst, args[1]); !ok {
 		return dst
 	}
-	r, err := h.read(args[1])
+	r, err := h.read(s, args[1])
 	if err != nil {
 		return h.appendStoreErr(dst, err)
 	}
@@ -93,7 +93,7 @@ func (h *Handler) expire(dst []byte, args [][]byte, s *Session, unit int64, name
 	} else {
 		muts[0] = rewriteExpiry(args[1], &r, k, now, ts, at, s)
 	}
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
 	return appendInt(dst, 1)
@@ -115,7 +115,7 @@ func cmdPersist(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if !ok {
 		return dst
 	}
-	r, err := h.read(args[1])
+	r, err := h.read(s, args[1])
 	if err != nil {
 		return h.appendStoreErr(dst, err)
 	}
@@ -126,28 +126,28 @@ func cmdPersist(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	}
 	muts := s.mutations(1)
 	muts[0] = rewriteExpiry(args[1], &r, k, now, h.cfg.Clock.Now(), 0, s)
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
 	return appendInt(dst, 1)
 }
 
 // TTL key: seconds left, -1 without expiry, -2 for a missing key.
-func cmdTTL(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
-	return h.ttl(dst, args[1], false)
+func cmdTTL(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	return h.ttl(s, dst, args[1], false)
 }
 
 // PTTL key: milliseconds left, -1 without expiry, -2 for a missing key.
-func cmdPTTL(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
-	return h.ttl(dst, args[1], true)
+func cmdPTTL(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	return h.ttl(s, dst, args[1], true)
 }
 
-func (h *Handler) ttl(dst []byte, key []byte, millis bool) []byte {
+func (h *Handler) ttl(s *Session, dst []byte, key []byte, millis bool) []byte {
 	dst, ok := h.checkReadKey(dst, key)
 	if !ok {
 		return dst
 	}
-	r, err := h.read(key)
+	r, err := h.read(s, key)
 	if err != nil {
 		return h.appendStoreErr(dst, err)
 	}

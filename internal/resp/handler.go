@@ -53,6 +53,9 @@ type Session struct {
 	name    string
 	libName string
 	libVer  string
+	// consistency is the level KURA.CONSISTENCY set for this connection; "" uses the
+	// store's default.
+	consistency string
 
 	// Scratch reused by write commands to keep the hot path free of allocations. The
 	// Store copies what it keeps (see Store.Apply), so reuse after Apply is safe.
@@ -130,17 +133,27 @@ func arityOK(arity, n int) bool {
 func (h *Handler) now() int64 { return h.cfg.Clock.Physical() }
 
 // apply writes a batch and appends the store's error reply, if any, returning ok=false.
-func (h *Handler) apply(dst []byte, batch []row.Mutation) ([]byte, bool) {
-	if err := h.store.Apply(batch); err != nil {
+func (h *Handler) apply(s *Session, dst []byte, batch []row.Mutation) ([]byte, bool) {
+	var err error
+	if ls, ok := h.store.(LeveledStore); ok && s.consistency != "" {
+		err = ls.ApplyAt(s.consistency, batch)
+	} else {
+		err = h.store.Apply(batch)
+	}
+	if err != nil {
 		return h.appendStoreErr(dst, err), false
 	}
 	return dst, true
 }
 
 // read returns the row under key; the empty key, which no row can have, reads as absent.
-func (h *Handler) read(key []byte) (row.Row, error) {
+func (h *Handler) read(s *Session, key []byte) (row.Row, error) {
 	if len(key) == 0 || len(key) > row.MaxKeySize {
 		return row.Row{}, nil
+	}
+	if ls, ok := h.store.(LeveledStore); ok && s.consistency != "" {
+		r, _, err := ls.GetAt(s.consistency, key)
+		return r, err
 	}
 	r, _, err := h.store.Get(key)
 	return r, err

@@ -6,12 +6,12 @@ import (
 
 // readHash reads key for a hash command. It returns ok=false with the reply written when
 // the key is too long, the store fails or the key holds a string.
-func (h *Handler) readHash(dst []byte, key []byte, now int64) (row.Row, []byte, bool) {
+func (h *Handler) readHash(s *Session, dst []byte, key []byte, now int64) (row.Row, []byte, bool) {
 	dst, ok := h.checkReadKey(dst, key)
 	if !ok {
 		return row.Row{}, dst, false
 	}
-	r, err := h.read(key)
+	r, err := h.read(s, key)
 	if err != nil {
 		return r, h.appendStoreErr(dst, err), false
 	}
@@ -53,7 +53,7 @@ func (h *Handler) hset(dst []byte, args [][]byte, s *Session) (added int, _ []by
 		return 0, dst, false
 	}
 	now := h.now()
-	r, dst, ok := h.readHash(dst, key, now)
+	r, dst, ok := h.readHash(s, dst, key, now)
 	if !ok {
 		return 0, dst, false
 	}
@@ -80,7 +80,7 @@ func (h *Handler) hset(dst []byte, args [][]byte, s *Session) (added int, _ []by
 	}
 	muts := s.mutations(1)
 	muts[0] = row.Mutation{Key: key, Row: row.Row{Cells: cells}}
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return 0, dst, false
 	}
 	return added, dst, true
@@ -116,7 +116,7 @@ func (s *Session) names(size int) []byte {
 // HGET key field
 func cmdHGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
-	r, dst, ok := h.readHash(dst, args[1], now)
+	r, dst, ok := h.readHash(s, dst, args[1], now)
 	if !ok {
 		return dst
 	}
@@ -136,7 +136,7 @@ func (s *Session) column(f []byte) []byte {
 // HMGET key field [field ...]
 func cmdHMGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
-	r, dst, ok := h.readHash(dst, args[1], now)
+	r, dst, ok := h.readHash(s, dst, args[1], now)
 	if !ok {
 		return dst
 	}
@@ -152,9 +152,9 @@ func cmdHMGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 }
 
 // HGETALL key replies field, value, field, value... sorted by field name.
-func cmdHGetAll(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func cmdHGetAll(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
-	r, dst, ok := h.readHash(dst, args[1], now)
+	r, dst, ok := h.readHash(s, dst, args[1], now)
 	if !ok {
 		return dst
 	}
@@ -175,9 +175,9 @@ func cmdHGetAll(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
 }
 
 // HLEN key
-func cmdHLen(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func cmdHLen(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
-	r, dst, ok := h.readHash(dst, args[1], now)
+	r, dst, ok := h.readHash(s, dst, args[1], now)
 	if !ok {
 		return dst
 	}
@@ -193,7 +193,7 @@ func cmdHLen(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
 // HEXISTS key field
 func cmdHExists(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
-	r, dst, ok := h.readHash(dst, args[1], now)
+	r, dst, ok := h.readHash(s, dst, args[1], now)
 	if !ok {
 		return dst
 	}
@@ -203,7 +203,7 @@ func cmdHExists(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 // HDEL key field [field ...] writes tombstones for the fields that exist and counts them.
 func cmdHDel(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
-	r, dst, ok := h.readHash(dst, args[1], now)
+	r, dst, ok := h.readHash(s, dst, args[1], now)
 	if !ok {
 		return dst
 	}
@@ -225,7 +225,7 @@ func cmdHDel(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	cells = sortDedupCells(cells)
 	muts := s.mutations(1)
 	muts[0] = row.Mutation{Key: args[1], Row: row.Row{Cells: cells}}
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
 	return appendInt(dst, int64(len(cells)))

@@ -3,6 +3,7 @@ package resp
 import (
 	"runtime"
 	rtmetrics "runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -232,4 +233,33 @@ func humanBytes(n int64) string {
 		i++
 	}
 	return strconv.FormatFloat(f, 'f', 2, 64) + string(suffix[i])
+}
+
+// KURA.CONSISTENCY [level]: with a level, this connection's reads and writes use it from
+// now on; without, the reply is the level in force. Only a cluster node (a LeveledStore)
+// has levels; a single node answers an error.
+func cmdConsistency(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	ls, ok := h.store.(LeveledStore)
+	if !ok {
+		return appendErr(dst, "ERR KURA.CONSISTENCY: this node is not part of a cluster")
+	}
+	if len(args) > 2 {
+		return appendArityErr(dst, "kura.consistency")
+	}
+	if len(args) == 1 {
+		if s.consistency == "" {
+			return appendBulk(dst, []byte("DEFAULT"))
+		}
+		return appendBulk(dst, []byte(s.consistency))
+	}
+	level := strings.ToUpper(string(args[1]))
+	if level == "DEFAULT" {
+		s.consistency = ""
+		return appendOK(dst)
+	}
+	if !slices.Contains(ls.Levels(), level) {
+		return appendErr(dst, "ERR unknown consistency level '"+string(args[1])+"' (want "+strings.Join(ls.Levels(), ", ")+" or DEFAULT)")
+	}
+	s.consistency = level
+	return appendOK(dst)
 }

@@ -5,12 +5,12 @@ import (
 )
 
 // GET key
-func cmdGet(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func cmdGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	dst, ok := h.checkReadKey(dst, args[1])
 	if !ok {
 		return dst
 	}
-	r, err := h.read(args[1])
+	r, err := h.read(s, args[1])
 	if err != nil {
 		return h.appendStoreErr(dst, err)
 	}
@@ -45,13 +45,13 @@ func cmdSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	var old *row.Cell
 	if o.nx || o.xx || o.get || o.keepTTL {
 		var proceed bool
-		if old, expiresAt, dst, proceed = h.setPrecondition(dst, key, &o, expiresAt, now); !proceed {
+		if old, expiresAt, dst, proceed = h.setPrecondition(s, dst, key, &o, expiresAt, now); !proceed {
 			return dst
 		}
 	}
 	muts := s.mutations(1)
 	setString(&muts[0], s.cellScratch(1), key, val, h.cfg.Clock.Now(), expiresAt)
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
 	if o.get {
@@ -63,8 +63,8 @@ func cmdSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 // setPrecondition reads the key for SET's NX, XX, GET and KEEPTTL. It returns the old
 // string cell and the expiry to write, or proceed=false with the reply written when the
 // SET must not happen (a condition failed, a hash under GET, a store error).
-func (h *Handler) setPrecondition(dst, key []byte, o *setOptions, expiresAt, now int64) (old *row.Cell, _ int64, _ []byte, proceed bool) {
-	r, err := h.read(key)
+func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, expiresAt, now int64) (old *row.Cell, _ int64, _ []byte, proceed bool) {
+	r, err := h.read(s, key)
 	if err != nil {
 		return nil, 0, h.appendStoreErr(dst, err), false
 	}
@@ -126,14 +126,14 @@ func cmdMSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		// last value as in Redis (equal timestamps would pick the larger value).
 		setString(&muts[i], cells[i:i+1], args[1+2*i], args[2+2*i], h.cfg.Clock.Now(), 0)
 	}
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
 	return appendOK(dst)
 }
 
 // MGET key [key ...]: nil for missing keys and keys of another type, as Redis.
-func cmdMGet(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func cmdMGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	keys := args[1:]
 	var ok bool
 	for _, k := range keys {
@@ -146,7 +146,7 @@ func cmdMGet(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
 	dst = appendArray(dst, len(keys))
 	now := h.now()
 	for _, k := range keys {
-		r, err := h.read(k)
+		r, err := h.read(s, k)
 		if err != nil {
 			return h.appendStoreErr(dst[:start], err)
 		}
@@ -171,7 +171,7 @@ func cmdDel(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
 	muts := s.mutations(len(keys))[:0]
 	for _, k := range keys {
-		r, err := h.read(k)
+		r, err := h.read(s, k)
 		if err != nil {
 			return h.appendStoreErr(dst, err)
 		}
@@ -186,14 +186,14 @@ func cmdDel(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	for i := range muts {
 		muts[i].Row.Deleted = ts
 	}
-	if dst, ok = h.apply(dst, muts); !ok {
+	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
 	return appendInt(dst, int64(len(muts)))
 }
 
 // EXISTS key [key ...]: counts keys, a repeated key each time, as Redis.
-func cmdExists(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func cmdExists(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	var ok bool
 	for _, k := range args[1:] {
 		if dst, ok = h.checkReadKey(dst, k); !ok {
@@ -203,7 +203,7 @@ func cmdExists(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
 	now := h.now()
 	var n int64
 	for _, k := range args[1:] {
-		r, err := h.read(k)
+		r, err := h.read(s, k)
 		if err != nil {
 			return h.appendStoreErr(dst, err)
 		}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kuradb/kura/internal/node"
+)
+
+func newAdminCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Inspect a running cluster through a node's admin address (like nodetool)",
+	}
+	cmd.PersistentFlags().StringVar(&addr, "admin", "127.0.0.1:9380", "admin address (host:port) of any node")
+	for _, sub := range []struct {
+		use, short string
+		print      func(io.Writer, *node.ClusterStatus)
+	}{
+		{"status", "Members by host: ID, rack, engine role, state, owned share of the ring", printStatus},
+		{"ring", "Every vnode token and its node, in ring order", printRing},
+		{"hints", "Hints this node holds for replicas that missed writes", printHints},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   sub.use,
+			Short: sub.short,
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				st, err := fetchStatus(cmd.Context(), addr)
+				if err != nil {
+					return err
+				}
+				sub.print(cmd.OutOrStdout(), st)
+				return nil
+			},
+		})
+	}
+	return cmd
+}
+
+// fetchStatus reads /cluster from a node's admin address.
+func fetchStatus(ctx context.Context, addr string) (*node.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/cluster", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("admin %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("admin %s: %w", addr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
+	}
+	var st node.ClusterStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("admin %s: %w", addr, err)
+	}
+	return &st, nil
+}
+
+func printStatus(w io.Writer, st *node.ClusterStatus) {
+	fmt.Fprintf(w, "Replication factor %d, placement %s. U = up, D = down.\n", st.ReplicationFactor, st.Placement)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\ttokens\towns\towns (replicated)\tclient\t")
+	host := ""
+	for _, m := range sortedByHost(st.Members) {
+		h := m.Host
+		if h == host {
+			h = ""
+		}
+		host = m.Host
+		state := "D"
+		if m.Up {
+			state = "U"
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\t\n", h, state, strings.ToUpper(m.Status[:1]),
+			m.ID, m.Rack, m.Engine, m.Role, m.Tokens, 100*m.Owns, 100*m.OwnsRepl, m.ClientAddr)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "state: U/D then J joining, N normal, L leaving, R removed")
+}
+
+func sortedByHost(ms []node.MemberStatus) []node.MemberStatus {
+	out := append([]node.MemberStatus(nil), ms...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && (out[j].Host < out[j-1].Host || out[j].Host == out[j-1].Host && out[j].ID < out[j-1].ID); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func printRing(w io.Writer, st *node.ClusterStatus) {
+	hosts := map[string]string{}
+	for _, m := range st.Members {
+		hosts[m.ID] = m.Host
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "token\tnode\thost\t")
+	for _, t := range st.Tokens {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t\n", t.Token, t.ID, hosts[t.ID])
+	}
+	tw.Flush()
+}
+
+func printHints(w io.Writer, st *node.ClusterStatus) {
+	if len(st.Hints) == 0 {
+		fmt.Fprintln(w, "no hints")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "replica\thints\tbytes\tdropped\t")
+	for _, h := range st.Hints {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", h.Replica, h.Hints, h.Bytes, h.Dropped)
+	}
+	tw.Flush()
+}

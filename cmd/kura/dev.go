@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// devFlags are the settings of `kura dev`.
+type devFlags struct {
+	hosts    int
+	engines  string
+	dataDir  string
+	basePort int
+	rf       int
+	extra    []string
+	timeout  time.Duration
+}
+
+// devNode is one kura process of a local cluster.
+type devNode struct {
+	name, engine, host             string
+	client, admin, gossip, internd string
+	cmd                            *exec.Cmd
+	log                            *os.File
+}
+
+func newDevCmd() *cobra.Command {
+	f := &devFlags{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local cluster: one kura process per host and engine, on loopback",
+		Long: `dev starts a cluster on this machine: for each of --hosts hosts (labelled host1..hostN,
+so that placement treats them as different machines) one kura process per engine in
+--engines. It waits until every node sees the full ring, prints how to connect, and stops
+them all on Ctrl-C. Data and logs stay in --data-dir, so running the same command again
+restarts the same cluster.
+
+Ports: node k (counting from 0) serves RESP on base+k, admin HTTP on base+1000+k, gossip
+on base+2000+k and internode requests on base+3000+k.`,
+		Example: `  kura dev --hosts 3 --engines lsm
+  kura dev --hosts 3 --engines lsm,btree,memory --data-dir /tmp/kura-dev`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), cmd.OutOrStdout(), f) },
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.hosts, "hosts", 3, "number of hosts (labels host1..hostN)")
+	fl.StringVar(&f.engines, "engines", "lsm", "comma-separated engines to run on every host: one process each")
+	fl.StringVar(&f.dataDir, "data-dir", "kura-dev", "directory for every node's data and log")
+	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
+	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
+	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic")
+	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
+	return cmd
+}
+
+func runDev(ctx context.Context, out io.Writer, f *devFlags) error {
+	nodes, err := planDev(f)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer stopDev(nodes)
+	for i, n := range nodes {
+		seed := ""
+		if i > 0 {
+			seed = nodes[0].gossip
+		}
+		if err := startDevNode(exe, f, n, seed); err != nil {
+			return err
+		}
+		if i == 0 { // the seed first, so that the others have someone to join
+			if err := waitHealthy(ctx, n, f.timeout); err != nil {
+				return err
+			}
+		}
+	}
+	if err := waitRing(ctx, nodes, f.timeout); err != nil {
+		return err
+	}
+	printDev(out, f, nodes)
+	<-ctx.Done()
+	fmt.Fprintln(out, "stopping the cluster")
+	return nil
+}
+
+func planDev(f *devFlags) ([]*devNode, error) {
+	engines := strings.Split(f.engines, ",")
+	if f.hosts < 1 || len(engines) == 0 {
+		return nil, errors.New("dev: need at least one host and one engine")
+	}
+	var nodes []*devNode
+	k := 0
+	for h := 1; h <= f.hosts; h++ {
+		for _, e := range engines {
+			e = strings.TrimSpace(e)
+			switch e {
+			case "lsm", "btree", "memory":
+			default:
+				return nil, fmt.Errorf("dev: unknown engine %q (want lsm, btree or memory)", e)
+			}
+			port := func(off int) string { return "127.0.0.1:" + strconv.Itoa(f.basePort+off+k) }
+			nodes = append(nodes, &devNode{name: fmt.Sprintf("host%d-%s", h, e), engine: e, host: fmt.Sprintf("host%d", h),
+				client: port(0), admin: port(1000), gossip: port(2000), internd: port(3000)})
+			k++
+		}
+	}
+	return nodes, nil
+}
+
+func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
+	dir := filepath.Join(f.dataDir, n.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(f.dataDir, n.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	args := []string{"server", "--engine", n.engine, "--data-dir", dir, "--listen", n.client,
+		"--admin-listen", n.admin, "--gossip-listen", n.gossip, "--internode-listen", n.internd,
+		"--host", n.host, "--replication-factor", strconv.Itoa(f.rf)}
+	if seed != "" {
+		args = append(args, "--seeds", seed)
+	}
+	args = append(args, f.extra...)
+	n.cmd, n.log = exec.Command(exe, args...), logf
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	if err := n.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("dev: start %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// waitHealthy waits until n answers /healthz.
+func waitHealthy(ctx context.Context, n *devNode, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + n.admin + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if n.cmd.ProcessState != nil {
+			return fmt.Errorf("dev: %s exited; see its log", n.name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("dev: %s not healthy after %v; see %s.log", n.name, limit, n.name)
+}
+
+// waitRing waits until every node sees every node normal and up.
+func waitRing(ctx context.Context, nodes []*devNode, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		ready := true
+		for _, n := range nodes {
+			st, err := fetchStatus(ctx, n.admin)
+			if err != nil || len(st.Members) != len(nodes) {
+				ready = false
+				break
+			}
+			for _, m := range st.Members {
+				ready = ready && m.Up && m.Status == "normal"
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("dev: the ring was not ready after %v; see the logs in the data directory", limit)
+}
+
+func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
+	fmt.Fprintf(out, "kura dev: %d nodes on %d hosts ready (replication factor %d), data in %s\n\n",
+		len(nodes), f.hosts, f.rf, f.dataDir)
+	for _, n := range nodes {
+		fmt.Fprintf(out, "  %-16s redis-cli -p %s    admin %s\n", n.name, strings.TrimPrefix(n.client, "127.0.0.1:"), n.admin)
+	}
+	fmt.Fprintf(out, "\n  kura admin status --admin %s\n  kura bench run --target resp://%s -w read-heavy\n\nCtrl-C stops the cluster.\n",
+		nodes[0].admin, nodes[0].client)
+}
+
+// stopDev sends SIGTERM to every node and waits for them, killing stragglers.
+func stopDev(nodes []*devNode) {
+	for _, n := range nodes {
+		if n.cmd != nil && n.cmd.Process != nil {
+			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, n := range nodes {
+		if n.cmd == nil || n.cmd.Process == nil {
+			continue
+		}
+		done := make(chan struct{})
+		go func() { _ = n.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = n.cmd.Process.Kill()
+			<-done
+		}
+		n.log.Close()
+	}
+}
