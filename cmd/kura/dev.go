@@ -203,7 +203,8 @@ func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
 	fmt.Fprintf(out, "kura dev: %d nodes on %d hosts ready (replication factor %d), data in %s\n\n",
 		len(nodes), f.hosts, f.rf, f.dataDir)
 	for _, n := range nodes {
-		fmt.Fprintf(out, "  %-16s redis-cli -p %s    admin %s\n", n.name, strings.TrimPrefix(n.client, "127.0.0.1:"), n.admin)
+		fmt.Fprintf(out, "  %-16s redis-cli -p %s    admin %s    pid %d\n", n.name,
+			strings.TrimPrefix(n.client, "127.0.0.1:"), n.admin, n.cmd.Process.Pid)
 	}
 	fmt.Fprintf(out, "\n  kura admin status --admin %s\n  kura bench run --target resp://%s -w read-heavy\n\nCtrl-C stops the cluster.\n",
 		nodes[0].admin, nodes[0].client)

@@ -150,6 +150,20 @@ func (g *Gossip) Members() []cluster.Member {
 	return g.view.Members()
 }
 
+// Settled reports whether the view holds an entry for every node memberlist knows to be
+// alive: a node that just joined may be heard of by the failure detector before its
+// entry arrives, and a decision that depends on everyone's status must wait for it.
+func (g *Gossip) Settled() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range g.ml.Members() {
+		if _, ok := g.view.Member(ring.NodeID(n.Name)); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Ring builds the ring from the current view.
 func (g *Gossip) Ring() (*ring.Ring, error) {
 	g.mu.Lock()
@@ -222,7 +236,20 @@ func (d *delegate) LocalState(bool) []byte { return (*Gossip)(d).Snapshot() }
 func (d *delegate) MergeRemoteState(b []byte, _ bool) {
 	g := (*Gossip)(d)
 	g.mu.Lock()
+	before := map[ring.NodeID]uint64{}
+	for _, m := range g.view.Members() {
+		before[m.ID] = m.Version
+	}
 	changed, err := g.view.MergeEncoded(b)
+	// Pass on what the exchange taught us, so that news spreads at broadcast speed and
+	// not only at the next exchange.
+	var news [][]byte
+	var newsIDs []ring.NodeID
+	for _, m := range g.view.Members() {
+		if v, ok := before[m.ID]; (!ok || v < m.Version) && m.ID != g.self.ID {
+			news, newsIDs = append(news, encodeMember(m)), append(newsIDs, m.ID)
+		}
+	}
 	// Nobody else may speak for this node: if the remote held a newer entry of ours (from
 	// an earlier life with a later clock), outbid it.
 	var outbid []byte
@@ -234,6 +261,9 @@ func (d *delegate) MergeRemoteState(b []byte, _ bool) {
 	g.mu.Unlock()
 	if outbid != nil {
 		g.queue.QueueBroadcast(memberBroadcast{id: g.self.ID, msg: outbid})
+	}
+	for i := range news {
+		g.queue.QueueBroadcast(memberBroadcast{id: newsIDs[i], msg: news[i]})
 	}
 	if err != nil {
 		g.cfg.Logger.Warn("membership: dropped a malformed state exchange", "err", err)

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// freeBasePort finds a base port whose four port ranges (see `kura dev`) are free for n
+// nodes.
+func freeBasePort(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		base := 20000 + rand.IntN(25000)
+		free := true
+		for _, off := range []int{0, 1000, 2000, 3000} {
+			for k := range n {
+				ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off+k))
+				if err != nil {
+					free = false
+					break
+				}
+				ln.Close()
+			}
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+var devPid = regexp.MustCompile(`(host\d+-\w+)\s+redis-cli -p (\d+)\s+admin (\S+)\s+pid (\d+)`)
+
+type devInfo struct {
+	port, admin string
+	pid         int
+}
+
+// startDev runs `kura dev` and returns the nodes it printed once the ring is ready.
+func startDev(t *testing.T, args ...string) (*exec.Cmd, map[string]devInfo) {
+	t.Helper()
+	cmd := exec.Command(kuraBin, append([]string{"dev"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	})
+	nodes := map[string]devInfo{}
+	sc := bufio.NewScanner(out)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sc.Scan() {
+			if m := devPid.FindStringSubmatch(sc.Text()); m != nil {
+				pid, _ := strconv.Atoi(m[4])
+				nodes[m[1]] = devInfo{port: m[2], admin: m[3], pid: pid}
+			}
+			if strings.HasPrefix(sc.Text(), "Ctrl-C stops") {
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("kura dev did not get ready")
+	}
+	go func() { _, _ = bufio.NewReader(out).WriteTo(new(bytes.Buffer)) }()
+	return cmd, nodes
+}
+
+func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
+	base := freeBasePort(t, 3)
+	dataDir := t.TempDir()
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("sh", "-c", "tail -n 15 "+dataDir+"/*.log").CombinedOutput()
+			t.Logf("node logs:\n%s", logs)
+		}
+	})
+	_, nodes := startDev(t, "--hosts", "3", "--engines", "lsm", "--data-dir", dataDir, "--base-port", strconv.Itoa(base))
+	if len(nodes) != 3 {
+		t.Fatalf("kura dev printed %d nodes", len(nodes))
+	}
+	n1, n3 := nodes["host1-lsm"], nodes["host3-lsm"]
+	ctx := context.Background()
+	// Nodes that joined at the same moment picked different tokens: each owns a share.
+	st, err := fetchStatus(ctx, n1.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st.Members {
+		if m.Owns < 0.1 || m.OwnsRepl < 0.2 {
+			t.Errorf("%s owns %.3f of the ring (%.3f replicated)", m.Host, m.Owns, m.OwnsRepl)
+		}
+	}
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + n1.port, Protocol: 2, MaxRetries: -1})
+	defer client.Close()
+
+	// Writers at QUORUM (the default) record every acknowledged write.
+	var cmdline []byte
+	var mu sync.Mutex
+	acked := map[string]string{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k, v := fmt.Sprintf("w%d-k%d", w, i), fmt.Sprintf("v%d", i)
+				if client.Set(ctx, k, v, 0).Err() == nil {
+					mu.Lock()
+					acked[k] = v
+					mu.Unlock()
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	// SIGKILL host3's node while writes go on, then start it again with the same
+	// command line.
+	cmdline, err = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n3.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if err := syscall.Kill(n3.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // long enough for the failure detectors
+	hinted := waitHints(t, n1.admin, func(n int64) bool { return n > 0 })
+	restarted := exec.Command(args[0], args[1:]...)
+	if err := restarted.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = restarted.Process.Signal(syscall.SIGTERM); _ = restarted.Wait() }()
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	waitHints(t, n1.admin, func(n int64) bool { return n == 0 })
+
+	// Every acknowledged write reads back at ALL.
+	conn := client.Conn()
+	defer conn.Close()
+	if err := conn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	missing := 0
+	for k, v := range acked {
+		got, err := conn.Get(ctx, k).Result()
+		if err != nil || got != v {
+			missing++
+			if missing < 5 {
+				t.Errorf("acknowledged %s=%s reads back %q at ALL: %v", k, v, got, err)
+			}
+		}
+	}
+	t.Logf("%d acknowledged writes, %d hints held for the killed node while it was down, %d missing", len(acked), hinted, missing)
+	if len(acked) < 100 {
+		t.Errorf("only %d writes were acknowledged", len(acked))
+	}
+}
+
+// waitHints polls `kura admin hints` on admin until the total held satisfies ok, and
+// returns it.
+func waitHints(t *testing.T, admin string, ok func(int64) bool) int64 {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := fetchStatus(context.Background(), admin)
+		if err == nil {
+			var n int64
+			for _, h := range st.Hints {
+				n += h.Hints
+			}
+			if ok(n) {
+				return n
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hints on %s never reached the expected count (%v): %+v", admin, err, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
