@@ -259,10 +259,17 @@ func (c *clusterNode) replicas(key []byte) []coord.Replica {
 		return nil
 	}
 	ids := c.strategy.Replicas(st.ring, ring.TokenOf(key), c.cfg.ReplicationFactor)
-	out := make([]coord.Replica, len(ids))
-	for i, id := range ids {
+	out := make([]coord.Replica, 0, len(ids))
+	for _, id := range ids {
 		m := st.members[id]
-		out[i] = coord.Replica{ID: id, Up: id == c.self || m.Up, Role: m.Role}
+		r := coord.Replica{ID: id, Up: id == c.self || m.Up, Role: m.Role}
+		if id == c.self {
+			// Closest first: the policy asks the first replica for the row, and this
+			// node's own copy answers without a network round trip.
+			out = append([]coord.Replica{r}, out...)
+		} else {
+			out = append(out, r)
+		}
 	}
 	return out
 }
