@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
@@ -53,6 +55,7 @@ type clusterNode struct {
 	gossip   *membership.Gossip
 	strategy ring.Strategy
 	store    *clusterStore
+	metrics  *clusterMetrics
 
 	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
 	peersMu sync.Mutex
@@ -70,7 +73,7 @@ type clusterState struct {
 }
 
 // startCluster starts cluster mode for a node whose engine and data directory are open.
-func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.Engine, self cluster.Member) (*clusterNode, error) {
+func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.Engine, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
 	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.path, handler: &replica.Handler{Engine: eng},
 		peers: map[ring.NodeID]*transport.Client{}, changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	var err error
@@ -80,6 +83,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if c.hints, err = hint.Open(filepath.Join(d.path, "hints"), hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes}); err != nil {
 		return nil, err
 	}
+	c.metrics = newClusterMetrics(reg, c.hints)
 	if err := c.startServer(); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -115,7 +119,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 }
 
 func (c *clusterNode) startServer() error {
-	srv, err := transport.NewServer(c.handler, transport.ServerConfig{Logger: c.log})
+	srv, err := transport.NewServer(countingHandler{c.handler, c.metrics}, transport.ServerConfig{Logger: c.log})
 	if err != nil {
 		return err
 	}
@@ -249,7 +253,7 @@ func (c *clusterNode) newStore() *clusterStore {
 		mode = coord.RepairBlocking
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, policy: coord.Uniform{}, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, log: c.log}
+		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, metrics: c.metrics, log: c.log}
 }
 
 // replicas returns key's replica set with the failure detector's opinion of each.
@@ -278,7 +282,7 @@ func (c *clusterNode) replicas(key []byte) []coord.Replica {
 // transport client to the member's internode address.
 func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
 	if id == c.self {
-		return localCaller{c.handler}, nil
+		return localCaller{countingHandler{c.handler, c.metrics}}, nil
 	}
 	st := c.state.Load()
 	m, ok := st.members[id]
@@ -370,6 +374,7 @@ func (c *clusterNode) replayHints() {
 			if err != nil || n == 0 {
 				break
 			}
+			c.metrics.hintsSent.Add(float64(n))
 			c.log.Debug("replayed hints", "replica", target, "hints", n)
 		}
 	}

@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +122,22 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	}
 	if r, _ := wire.DecodeReadResponse(b); !r.Found {
 		t.Error("n3 does not hold the write it missed after the hint replay")
+	}
+	// The metrics tell the story.
+	mresp, err := http.Get("http://" + n1.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{`kura_coordinator_requests_total{op="write",result="ok"}`,
+		"kura_hints_stored_total", "kura_hints_replayed_total", `kura_replica_requests_total{method="write"}`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(string(metrics), "kura_hints_replayed_total 0\n") {
+		t.Error("no hint counted as replayed")
 	}
 	// Every replica answers at ALL now, on a connection that asked for it.
 	conn := c2.Conn()

@@ -36,6 +36,7 @@ type clusterStore struct {
 	repair   coord.RepairMode
 	timeout  time.Duration
 	hints    hintSink
+	metrics  *clusterMetrics // nil records nothing
 	log      *slog.Logger
 }
 
@@ -81,7 +82,9 @@ func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
 
 // write runs one write until its reply, then lets it finish (late answers still leave
 // hints) in the background.
-func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
+func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
+	start := time.Now()
+	defer func() { s.metrics.request("write", start, err) }()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	replicas := s.replicas(m.Key)
 	w, fx := coord.StartWrite(m, level, replicas, s.policy)
@@ -131,7 +134,9 @@ func (s *clusterStore) hint(h coord.StoreHint) {
 	if s.hints == nil {
 		return
 	}
-	if err := s.hints.Add(string(h.For), h.Mutation, time.Now()); err != nil {
+	err := s.hints.Add(string(h.For), h.Mutation, time.Now())
+	s.metrics.hint(err)
+	if err != nil {
 		s.log.Warn("hint dropped", "replica", h.For, "err", err)
 	}
 }
@@ -161,7 +166,9 @@ func (s *clusterStore) GetAt(level string, key []byte) (row.Row, bool, error) {
 	return s.getAt(l, key)
 }
 
-func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, error) {
+func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, err error) {
+	start := time.Now()
+	defer func() { s.metrics.request("read", start, err) }()
 	key = append([]byte(nil), key...)
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	replicas := s.replicas(key)
@@ -207,6 +214,7 @@ func (s *clusterStore) runRead(ctx context.Context, key []byte, fx []coord.Effec
 				results <- readResult{from: e.To, resp: decodeRead(b, err)}
 			}()
 		case coord.SendWrite: // read repair
+			s.metrics.repair()
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
 			go func() {
 				err := s.call(ctx, e.To, wire.MethodWrite, payload, nil)

@@ -88,7 +88,7 @@ func (n *Node) start() (err error) {
 	}
 	var store resp.Store = n.eng
 	if cfg.Clustered() {
-		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, n.member()); err != nil {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, n.member(), reg); err != nil {
 			return err
 		}
 		store = n.cluster.store

@@ -1,0 +1,111 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// clusterMetrics are the coordinator's, the replica's and the hints' counters. A nil
+// *clusterMetrics records nothing (tests build stores without a registry).
+type clusterMetrics struct {
+	requests     *prometheus.CounterVec   // op, result
+	latency      *prometheus.HistogramVec // op
+	replica      *prometheus.CounterVec   // method
+	hintsStored  prometheus.Counter
+	hintsDropped prometheus.Counter
+	hintsSent    prometheus.Counter
+	readRepairs  prometheus.Counter
+}
+
+func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store) *clusterMetrics {
+	m := &clusterMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_requests_total",
+			Help: "Reads and writes this node coordinated, by outcome (ok, unavailable, timeout, error)."}, []string{"op", "result"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kura_coordinator_request_seconds",
+			Help:    "Time from the start of a coordinated read or write to its reply.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"op"}),
+		replica: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_replica_requests_total",
+			Help: "Internode requests this node served as a replica, by method."}, []string{"method"}),
+		hintsStored: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_stored_total",
+			Help: "Writes kept as hints for replicas that were down or failed."}),
+		hintsDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_dropped_total",
+			Help: "Hints refused by the hint window or the size bound."}),
+		hintsSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_replayed_total",
+			Help: "Hints delivered to replicas that were back."}),
+		readRepairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_read_repairs_total",
+			Help: "Repair writes sent to replicas found stale by a read."}),
+	}
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_hints_pending",
+		Help: "Hints held for replicas, waiting for replay."}, func() float64 {
+		n := int64(0)
+		for _, s := range hints.Stats() {
+			n += s.Hints
+		}
+		return float64(n)
+	})
+	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending)
+	return m
+}
+
+// request records one coordinated request.
+func (m *clusterMetrics) request(op string, start time.Time, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, coord.ErrUnavailable):
+		result = "unavailable"
+	case errors.Is(err, coord.ErrTimeout):
+		result = "timeout"
+	default:
+		result = "error"
+	}
+	m.requests.WithLabelValues(op, result).Inc()
+	m.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (m *clusterMetrics) hint(err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.hintsDropped.Inc()
+	} else {
+		m.hintsStored.Inc()
+	}
+}
+
+func (m *clusterMetrics) repair() {
+	if m != nil {
+		m.readRepairs.Inc()
+	}
+}
+
+// countingHandler counts the replica requests a handler serves.
+type countingHandler struct {
+	h interface {
+		Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+	}
+	m *clusterMetrics
+}
+
+func (c countingHandler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
+	name := "other"
+	switch method {
+	case wire.MethodWrite:
+		name = "write"
+	case wire.MethodRead:
+		name = "read"
+	}
+	c.m.replica.WithLabelValues(name).Inc()
+	return c.h.Handle(ctx, method, payload)
+}
