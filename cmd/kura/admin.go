@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -97,12 +99,10 @@ func printStatus(w io.Writer, st *node.ClusterStatus) {
 }
 
 func sortedByHost(ms []node.MemberStatus) []node.MemberStatus {
-	out := append([]node.MemberStatus(nil), ms...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && (out[j].Host < out[j-1].Host || out[j].Host == out[j-1].Host && out[j].ID < out[j-1].ID); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	out := slices.Clone(ms)
+	slices.SortFunc(out, func(a, b node.MemberStatus) int {
+		return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.ID, b.ID))
+	})
 	return out
 }
 

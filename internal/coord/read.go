@@ -1,8 +1,9 @@
 package coord
 
 import (
-	"bytes"
 	"hash/fnv"
+	"slices"
+	"strings"
 
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -227,19 +228,15 @@ func (rd *Read) OnTimeout() []Effect {
 
 // sortEffects orders effects by replica so that transcripts are stable (map order).
 func sortEffects(fx []Effect) []Effect {
-	key := func(e Effect) string {
+	to := func(e Effect) ring.NodeID {
 		switch e := e.(type) {
 		case SendRead:
-			return string(e.To)
+			return e.To
 		case SendWrite:
-			return string(e.To)
+			return e.To
 		}
 		return ""
 	}
-	for i := 1; i < len(fx); i++ {
-		for j := i; j > 0 && bytes.Compare([]byte(key(fx[j])), []byte(key(fx[j-1]))) < 0; j-- {
-			fx[j], fx[j-1] = fx[j-1], fx[j]
-		}
-	}
+	slices.SortStableFunc(fx, func(a, b Effect) int { return strings.Compare(string(to(a)), string(to(b))) })
 	return fx
 }

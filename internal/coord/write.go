@@ -103,17 +103,14 @@ func (w *Write) check() []Effect {
 	if w.replied {
 		return nil
 	}
-	possible := w.acks
-	for id := range w.pending {
-		if w.counts(id) || w.plan.Counted != nil { // an outside ack may still count after a fallback
-			possible++
-		}
-	}
+	// Any pending target may still count: directly, or after a counted one fails and the
+	// write falls back to every acknowledgement (spare ones included).
+	possible := w.acks + w.spare + len(w.pending)
 	switch {
 	case w.acks >= w.need:
 		w.replied = true
 		return []Effect{Reply{}}
-	case possible+w.spare < w.need:
+	case possible < w.need:
 		w.replied = true
 		return []Effect{Reply{Err: ErrTimeout}}
 	}

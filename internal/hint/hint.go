@@ -158,29 +158,37 @@ func (s *Store) dropped(target string) {
 // dropped). It returns how many hints were sent; send's error is returned as is, and the
 // hints stay for the next attempt. Replays of one target must not run concurrently.
 func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mutation) error) (int, error) {
-	lo, hi := makeKey(target, 0), makeKey(target, ^uint64(0))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: makeKey(target, 0), UpperBound: makeKey(target, ^uint64(0))})
 	if err != nil {
 		return 0, fmt.Errorf("hint: %w", err)
 	}
 	var batch []row.Mutation
-	var keys [][]byte
-	var expired [][]byte
-	for it.First(); it.Valid() && len(batch) < max; it.Next() {
+	var keep, expired []stored
+	var next time.Time // the oldest hint past this batch, zero if none
+	for it.First(); it.Valid(); it.Next() {
 		created, req, err := parseValue(bytes.Clone(it.Value()))
 		if err != nil {
 			it.Close()
 			return 0, err
 		}
+		if len(batch) >= max {
+			next = created
+			break
+		}
+		h := stored{key: bytes.Clone(it.Key()), size: int64(len(it.Key()) + len(it.Value())), created: created}
 		if now.Sub(created) > s.opts.Window {
-			expired = append(expired, bytes.Clone(it.Key()))
+			expired = append(expired, h)
 			continue
 		}
 		batch = append(batch, req.Mutations...)
-		keys = append(keys, bytes.Clone(it.Key()))
+		keep = append(keep, h)
 	}
 	it.Close()
-	if err := s.delete(target, expired, true); err != nil {
+	oldest := next
+	if len(keep) > 0 {
+		oldest = keep[0].created
+	}
+	if err := s.delete(target, expired, true, oldest); err != nil {
 		return 0, err
 	}
 	if len(batch) == 0 {
@@ -189,52 +197,64 @@ func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mu
 	if err := send(batch); err != nil {
 		return 0, err
 	}
-	return len(keys), s.delete(target, keys, false)
+	return len(keep), s.delete(target, keep, false, next)
 }
 
-// delete removes hints of target; dropped says whether they count as dropped.
-func (s *Store) delete(target string, keys [][]byte, dropped bool) error {
-	if len(keys) == 0 {
+// stored is one hint read back: its key, its size on disk and when it was created.
+type stored struct {
+	key     []byte
+	size    int64
+	created time.Time
+}
+
+// delete removes hints of target and updates its counters without a rescan; oldest is the
+// creation time of the oldest hint left (zero if none was seen). dropped says whether the
+// hints count as dropped.
+func (s *Store) delete(target string, hints []stored, dropped bool, oldest time.Time) error {
+	if len(hints) == 0 {
 		return nil
 	}
 	b := s.db.NewBatch()
-	for _, k := range keys {
-		_ = b.Delete(k, nil)
+	for _, h := range hints {
+		_ = b.Delete(h.key, nil)
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("hint: delete: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.recount(target, dropped, int64(len(keys)))
-}
-
-// recount recomputes target's counters from disk after a deletion (hints are few and
-// replays are batched, so a scan is cheap and keeps the counters exact).
-func (s *Store) recount(target string, dropped bool, n int64) error {
-	old := s.targets[target]
-	fresh := &Stats{}
-	if old != nil {
-		fresh.Dropped = old.Dropped
-		s.total -= old.Bytes
+	st := s.targets[target]
+	for _, h := range hints {
+		st.Hints--
+		st.Bytes -= h.size
+		s.total -= h.size
 	}
 	if dropped {
-		fresh.Dropped += n
+		st.Dropped += int64(len(hints))
 	}
-	s.targets[target] = fresh
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: makeKey(target, 0), UpperBound: makeKey(target, ^uint64(0))})
-	if err != nil {
-		return fmt.Errorf("hint: %w", err)
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		created, _, err := parseValue(it.Value())
-		if err != nil {
-			return err
-		}
-		s.count(target, created, int64(len(it.Key())+len(it.Value())))
+	switch {
+	case st.Hints == 0:
+		st.Oldest = time.Time{}
+	case !oldest.IsZero():
+		st.Oldest = oldest
+	default: // every hint seen was deleted, but Add stored new ones meanwhile
+		st.Oldest = s.firstCreated(target)
 	}
 	return nil
+}
+
+// firstCreated returns when target's oldest stored hint was created, zero if none.
+func (s *Store) firstCreated(target string) time.Time {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: makeKey(target, 0), UpperBound: makeKey(target, ^uint64(0))})
+	if err != nil {
+		return time.Time{}
+	}
+	defer it.Close()
+	if !it.First() {
+		return time.Time{}
+	}
+	created, _, _ := parseValue(it.Value())
+	return created
 }
 
 // Stats returns a copy of the counters of every target that has or had hints.
