@@ -41,6 +41,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
 	LSMCacheSizeBytes    int64 `yaml:"lsm_cache_size_bytes"`
+	LSMRowCacheBytes     int64 `yaml:"lsm_row_cache_bytes"`
 	LSMMemTableSizeBytes int64 `yaml:"lsm_memtable_size_bytes"`
 
 	MemorySnapshot         bool          `yaml:"memory_snapshot"`
@@ -103,6 +104,7 @@ func Default() Config {
 		TombstoneGrace:       engine.DefaultGracePeriod,
 		ShutdownTimeout:      30 * time.Second,
 		LSMCacheSizeBytes:    256 << 20,
+		LSMRowCacheBytes:     32 << 20,
 		LSMMemTableSizeBytes: 32 << 20,
 		MaxKeyBytes:          64 << 10,
 		MaxValueBytes:        16 << 20,
@@ -138,6 +140,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.TombstoneGrace, "tombstone-grace", c.TombstoneGrace, "how long deletes and expired cells are kept before a rewrite may drop them")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown (SIGTERM, SIGINT) gives connections to write the replies of requests already read before it closes them; requests running in the engine are always waited for")
 	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache capacity; it fills only as data is read, so it costs nothing at idle. With blind writes a key's versions sit in several files until compaction, and reads slow down sharply once those blocks miss the cache")
+	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
@@ -254,7 +257,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	switch c.LogLevel {

@@ -1,24 +1,37 @@
 package coord
 
 import (
-	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
 // Digest is a replica's summary of a row: equal rows have equal digests. Replicas compute
-// it over the row as they would return it (expired cells already turned to tombstones).
+// it over the row as they would return it (expired cells already turned to tombstones):
+// XXH64 of the row's encoding, the same on every node and every platform.
 func Digest(r row.Row, found bool) uint64 {
 	if !found {
 		r = row.Row{}
 	}
-	h := fnv.New64a()
-	h.Write(row.Encode(&r))
-	return h.Sum64()
+	bp := digestBuffers.Get().(*[]byte)
+	*bp = row.AppendEncode((*bp)[:0], &r)
+	sum := xxhash.Sum64(*bp)
+	if cap(*bp) <= maxPooledDigestBuffer {
+		digestBuffers.Put(bp)
+	}
+	return sum
 }
+
+// digestBuffers holds the encodings Digest hashes; a buffer that grew past
+// maxPooledDigestBuffer for a large row is left to the garbage collector.
+var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledDigestBuffer = 64 << 10
 
 // ReadResponse is one replica's answer to a SendRead.
 type ReadResponse struct {
@@ -46,11 +59,11 @@ type Read struct {
 	need     int
 	mode     RepairMode
 	spare    []ring.NodeID
-	asked    map[ring.NodeID]bool // asked and not answered; the value is true for data
-	data     map[ring.NodeID]ReadResponse
-	digests  map[ring.NodeID]uint64
-	full     bool // digests disagreed: every answering replica is asked for data
-	repairs  map[ring.NodeID]bool
+	asked    nodeMap[bool] // asked and not answered; the value is true for data
+	data     nodeMap[ReadResponse]
+	digests  nodeMap[uint64]
+	full     bool          // digests disagreed: every answering replica is asked for data
+	repairs  nodeMap[bool] // the value is true for a repair the reply waits for
 	result   Reply // the merged row, once resolved
 	resolved bool
 	replied  bool
@@ -59,8 +72,7 @@ type Read struct {
 // StartRead begins reading key at level from replicas under p. With fewer live replicas
 // than the level needs it replies ErrUnavailable at once and sends nothing.
 func StartRead(key []byte, level Level, replicas []Replica, p Policy, mode RepairMode) (*Read, []Effect) {
-	rd := &Read{key: key, need: level.Required(len(replicas)), mode: mode, asked: map[ring.NodeID]bool{},
-		data: map[ring.NodeID]ReadResponse{}, digests: map[ring.NodeID]uint64{}, repairs: map[ring.NodeID]bool{}}
+	rd := &Read{key: key, need: level.Required(len(replicas)), mode: mode}
 	if live(replicas) < rd.need || rd.need == 0 {
 		rd.replied = true
 		return rd, []Effect{Reply{Err: ErrUnavailable}}
@@ -75,7 +87,7 @@ func StartRead(key []byte, level Level, replicas []Replica, p Policy, mode Repai
 }
 
 func (rd *Read) ask(id ring.NodeID, data bool) Effect {
-	rd.asked[id] = data
+	rd.asked.set(id, data)
 	return SendRead{To: id, Key: rd.key, Digest: !data}
 }
 
@@ -83,10 +95,10 @@ func (rd *Read) ask(id ring.NodeID, data bool) Effect {
 // RepairBlocking a failed repair fails the read with ErrTimeout: the replica may still
 // hold the old row.
 func (rd *Read) OnRepairResponse(from ring.NodeID, err error) []Effect {
-	if !rd.repairs[from] {
+	if blocking, _ := rd.repairs.get(from); !blocking {
 		return nil
 	}
-	delete(rd.repairs, from)
+	rd.repairs.del(from)
 	if err != nil {
 		return rd.fail()
 	}
@@ -95,19 +107,19 @@ func (rd *Read) OnRepairResponse(from ring.NodeID, err error) []Effect {
 
 // OnResponse takes replica from's answer to a read.
 func (rd *Read) OnResponse(from ring.NodeID, resp ReadResponse) []Effect {
-	wantData, ok := rd.asked[from]
+	wantData, ok := rd.asked.get(from)
 	if !ok {
 		return nil
 	}
-	delete(rd.asked, from)
+	rd.asked.del(from)
 	if resp.Err != nil {
 		return rd.replace(wantData)
 	}
 	if wantData {
-		rd.data[from] = resp
-		delete(rd.digests, from)
+		rd.data.set(from, resp)
+		rd.digests.del(from)
 	} else {
-		rd.digests[from] = resp.Digest
+		rd.digests.set(from, resp.Digest)
 	}
 	return rd.progress()
 }
@@ -125,8 +137,9 @@ func (rd *Read) replace(wantData bool) []Effect {
 	}
 	if len(rd.data) == 0 && !rd.dataAsked() {
 		// The data replica failed; a digest replica that answered can send its row.
-		for id := range rd.digests {
-			delete(rd.digests, id)
+		if len(rd.digests) > 0 {
+			id := rd.digests[0].id
+			rd.digests.del(id)
 			return []Effect{rd.ask(id, true)}
 		}
 	}
@@ -134,8 +147,8 @@ func (rd *Read) replace(wantData bool) []Effect {
 }
 
 func (rd *Read) dataAsked() bool {
-	for _, d := range rd.asked {
-		if d {
+	for _, e := range rd.asked {
+		if e.v {
 			return true
 		}
 	}
@@ -149,25 +162,21 @@ func (rd *Read) progress() []Effect {
 		return nil
 	}
 	if !rd.full {
-		var want uint64
-		for _, d := range rd.data {
-			want = Digest(d.Row, d.Found)
-		}
+		d := rd.data[0].v // one data read so far, since the digests have not disagreed
+		want := Digest(d.Row, d.Found)
 		agree := true
-		for _, d := range rd.digests {
-			agree = agree && d == want
+		for _, e := range rd.digests {
+			agree = agree && e.v == want
 		}
 		if agree {
-			for _, d := range rd.data {
-				return rd.reply(Reply{Row: d.Row, Found: d.Found})
-			}
+			return rd.reply(Reply{Row: d.Row, Found: d.Found})
 		}
 		rd.full = true
 		var fx []Effect
-		for id := range rd.digests {
-			fx = append(fx, rd.ask(id, true))
+		for _, e := range rd.digests {
+			fx = append(fx, rd.ask(e.id, true))
 		}
-		clear(rd.digests)
+		rd.digests = rd.digests[:0]
 		return sortEffects(fx)
 	}
 	return rd.resolve()
@@ -177,22 +186,22 @@ func (rd *Read) progress() []Effect {
 // replies (now, or once the repairs are acknowledged in RepairBlocking).
 func (rd *Read) resolve() []Effect {
 	var merged row.Row
-	for _, d := range rd.data {
-		if d.Found {
-			merged = row.Merge(merged, d.Row)
+	for _, e := range rd.data {
+		if e.v.Found {
+			merged = row.Merge(merged, e.v.Row)
 		}
 	}
 	found := !merged.IsEmpty()
 	want := Digest(merged, found)
 	var fx []Effect
-	for id, d := range rd.data {
-		if Digest(d.Row, d.Found) != want {
-			rd.repairs[id] = rd.mode == RepairBlocking
-			fx = append(fx, SendWrite{To: id, Mutation: row.Mutation{Key: rd.key, Row: merged.Clone()}, Repair: true})
+	for _, e := range rd.data {
+		if Digest(e.v.Row, e.v.Found) != want {
+			rd.repairs.set(e.id, rd.mode == RepairBlocking)
+			fx = append(fx, SendWrite{To: e.id, Mutation: row.Mutation{Key: rd.key, Row: merged.Clone()}, Repair: true})
 		}
 	}
 	if rd.mode == RepairBackground {
-		clear(rd.repairs)
+		rd.repairs = rd.repairs[:0]
 	}
 	rd.result, rd.resolved = Reply{Row: merged, Found: found}, true
 	return append(sortEffects(fx), rd.maybeReply()...)
@@ -221,8 +230,8 @@ func (rd *Read) fail() []Effect {
 // OnTimeout takes the request's deadline passing: the client gets ErrTimeout unless it
 // already has its answer.
 func (rd *Read) OnTimeout() []Effect {
-	clear(rd.asked)
-	clear(rd.repairs)
+	rd.asked = rd.asked[:0]
+	rd.repairs = rd.repairs[:0]
 	return rd.fail()
 }
 

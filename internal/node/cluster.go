@@ -252,7 +252,7 @@ func (c *clusterNode) newStore() *clusterStore {
 	if c.cfg.ReadRepair == "blocking" {
 		mode = coord.RepairBlocking
 	}
-	return &clusterStore{replicas: c.replicas, peer: c.peer, policy: coord.Uniform{}, level: level,
+	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: coord.Uniform{}, level: level,
 		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, metrics: c.metrics, log: c.log}
 }
 

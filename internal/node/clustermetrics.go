@@ -18,6 +18,9 @@ type clusterMetrics struct {
 	requests     *prometheus.CounterVec   // op, result
 	latency      *prometheus.HistogramVec // op
 	replica      *prometheus.CounterVec   // method
+	replicaRead  prometheus.Counter       // replica's "read" child, resolved once
+	replicaWrite prometheus.Counter
+	replicaOther prometheus.Counter
 	hintsStored  prometheus.Counter
 	hintsDropped prometheus.Counter
 	hintsSent    prometheus.Counter
@@ -50,6 +53,9 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store) *clusterMet
 		}
 		return float64(n)
 	})
+	m.replicaRead = m.replica.WithLabelValues("read")
+	m.replicaWrite = m.replica.WithLabelValues("write")
+	m.replicaOther = m.replica.WithLabelValues("other")
 	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending)
 	return m
 }
@@ -99,13 +105,22 @@ type countingHandler struct {
 }
 
 func (c countingHandler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
-	name := "other"
+	c.m.replicaRequest(method)
+	return c.h.Handle(ctx, method, payload)
+}
+
+// replicaRequest counts one request served by this node's replica, from the network or
+// from its own coordinator.
+func (m *clusterMetrics) replicaRequest(method uint16) {
+	if m == nil {
+		return
+	}
 	switch method {
 	case wire.MethodWrite:
-		name = "write"
+		m.replicaWrite.Inc()
 	case wire.MethodRead:
-		name = "read"
+		m.replicaRead.Inc()
+	default:
+		m.replicaOther.Inc()
 	}
-	c.m.replica.WithLabelValues(name).Inc()
-	return c.h.Handle(ctx, method, payload)
 }

@@ -25,12 +25,21 @@ type hintSink interface {
 	Add(target string, m row.Mutation, now time.Time) error
 }
 
+// localReplica is this node's own replica (*replica.Handler), which the coordinator calls
+// directly: in the request's goroutine, without encoding or a network round trip.
+type localReplica interface {
+	Read(key []byte, digest bool) (wire.ReadResponse, error)
+	Write(mutations []row.Mutation) error
+}
+
 // clusterStore is the resp.Store of a cluster node: it coordinates every read and write
 // over the key's replica set with the coord package's state machines, carrying out their
 // effects over the transport. It is the driver of coord: the decisions are there.
 type clusterStore struct {
 	replicas func(key []byte) []coord.Replica // the key's replica set, with liveness
 	peer     func(id ring.NodeID) (caller, error)
+	self     ring.NodeID  // this node, whose replica is local
+	local    localReplica // nil: self is reached through peer like the others
 	policy   coord.Policy
 	level    coord.Level
 	repair   coord.RepairMode
@@ -116,9 +125,14 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 func (s *clusterStore) runWrite(ctx context.Context, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
 	var reply coord.Reply
 	done := false
+	var local *coord.SendWrite
 	for _, e := range fx {
 		switch e := e.(type) {
 		case coord.SendWrite:
+			if s.isLocal(e.To) {
+				local = &e
+				continue
+			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
 			go func() { results <- writeResult{e.To, s.call(ctx, e.To, wire.MethodWrite, payload, nil)} }()
 		case coord.StoreHint:
@@ -127,8 +141,15 @@ func (s *clusterStore) runWrite(ctx context.Context, fx []coord.Effect, results 
 			reply, done = e, true
 		}
 	}
+	if local != nil { // after the remote sends, so that they overlap with it
+		s.metrics.replicaRequest(wire.MethodWrite)
+		results <- writeResult{local.To, s.local.Write([]row.Mutation{local.Mutation})}
+	}
 	return reply, done
 }
+
+// isLocal reports whether replica id is this node's own, called directly.
+func (s *clusterStore) isLocal(id ring.NodeID) bool { return s.local != nil && id == s.self }
 
 func (s *clusterStore) hint(h coord.StoreHint) {
 	if s.hints == nil {
@@ -175,38 +196,57 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
 	// At most a digest read, a data read and a repair per replica: sends never block,
 	// whenever the read stops listening.
-	results := make(chan readResult, 3*len(replicas))
-	reply, done := s.runRead(ctx, key, fx, results)
+	run := &readRun{s: s, ctx: ctx, key: key, results: make(chan readResult, 3*len(replicas))}
+	reply, done := run.effects(fx)
 	for !done {
 		select {
-		case r := <-results:
-			reply, done = s.runRead(ctx, key, s.feedRead(rd, r), results)
+		case r := <-run.results:
+			run.out--
+			if r.repair {
+				reply, done = run.effects(rd.OnRepairResponse(r.from, r.resp.Err))
+			} else {
+				reply, done = run.effects(rd.OnResponse(r.from, r.resp))
+			}
 		case <-ctx.Done():
-			reply, done = s.runRead(ctx, key, rd.OnTimeout(), results)
+			reply, done = run.effects(rd.OnTimeout())
 		}
 	}
-	// Background read repairs run until the request's deadline, then ctx is released.
-	time.AfterFunc(s.timeout, cancel)
+	if run.out == 0 {
+		cancel()
+	} else {
+		// Background read repairs (or answers no longer needed) run until the request's
+		// deadline; then ctx is released.
+		time.AfterFunc(time.Until(start.Add(s.timeout)), cancel)
+	}
 	if reply.Err != nil {
 		return row.Row{}, false, reply.Err
 	}
 	return reply.Row, reply.Found, nil
 }
 
-func (s *clusterStore) feedRead(rd *coord.Read, r readResult) []coord.Effect {
-	if r.repair {
-		return rd.OnRepairResponse(r.from, r.resp.Err)
-	}
-	return rd.OnResponse(r.from, r.resp)
+// readRun carries out one read's effects.
+type readRun struct {
+	s       *clusterStore
+	ctx     context.Context
+	key     []byte
+	results chan readResult
+	out     int // requests sent whose answers are not yet taken from results
 }
 
-// runRead carries out a read's effects and returns its reply once there is one.
-func (s *clusterStore) runRead(ctx context.Context, key []byte, fx []coord.Effect, results chan<- readResult) (coord.Reply, bool) {
+// effects carries out fx and returns the read's reply once there is one.
+func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
+	s, ctx, key, results := run.s, run.ctx, run.key, run.results
 	var reply coord.Reply
 	done := false
+	var local []coord.Effect
 	for _, e := range fx {
 		switch e := e.(type) {
 		case coord.SendRead:
+			run.out++
+			if s.isLocal(e.To) {
+				local = append(local, e)
+				continue
+			}
 			payload := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: key, Digest: e.Digest})
 			go func() {
 				var b []byte
@@ -214,7 +254,12 @@ func (s *clusterStore) runRead(ctx context.Context, key []byte, fx []coord.Effec
 				results <- readResult{from: e.To, resp: decodeRead(b, err)}
 			}()
 		case coord.SendWrite: // read repair
+			run.out++
 			s.metrics.repair()
+			if s.isLocal(e.To) {
+				local = append(local, e)
+				continue
+			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
 			go func() {
 				err := s.call(ctx, e.To, wire.MethodWrite, payload, nil)
@@ -225,6 +270,20 @@ func (s *clusterStore) runRead(ctx context.Context, key []byte, fx []coord.Effec
 			}()
 		case coord.Reply:
 			reply, done = e, true
+		}
+	}
+	// The local replica's work runs here, after the remote sends, so that they overlap.
+	// results has room for every answer, so these sends do not block.
+	for _, e := range local {
+		switch e := e.(type) {
+		case coord.SendRead:
+			s.metrics.replicaRequest(wire.MethodRead)
+			r, err := s.local.Read(key, e.Digest)
+			results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}}
+		case coord.SendWrite:
+			s.metrics.replicaRequest(wire.MethodWrite)
+			err := s.local.Write([]row.Mutation{e.Mutation})
+			results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
 		}
 	}
 	return reply, done

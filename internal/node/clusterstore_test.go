@@ -88,6 +88,7 @@ func newTestCluster(t *testing.T, level coord.Level) *testCluster {
 			}
 			return c.clients[id], nil
 		},
+		self: "n1", local: c.handlers["n1"], // n1 coordinates: its replica is called directly
 		policy: coord.Uniform{}, level: level, timeout: 2 * time.Second, hints: c,
 		log: slog.New(slog.DiscardHandler),
 	}

@@ -111,10 +111,20 @@ func engineOptions(cfg config.Config) catalog.Options {
 			SyncInterval: cfg.SyncInterval,
 		},
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
+		LSMRowCacheBytes:       lsmRowCache(cfg.LSMRowCacheBytes),
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		MemorySnapshot:         cfg.MemorySnapshot,
 		MemorySnapshotInterval: cfg.MemorySnapshotInterval,
 	}
+}
+
+// lsmRowCache maps the configured row cache size, where 0 disables the cache, to the
+// engine's option, where 0 means the default.
+func lsmRowCache(configured int64) int64 {
+	if configured == 0 {
+		return -1
+	}
+	return configured
 }
 
 // member is this node's entry in the cluster view, before tokens and status.

@@ -36,8 +36,14 @@ func (h *Handler) write(payload []byte) error {
 	if err != nil {
 		return err
 	}
-	batch := make([]row.Mutation, len(req.Mutations))
-	for i, m := range req.Mutations {
+	return h.Write(req.Mutations)
+}
+
+// Write applies mutations (keys as clients give them) to the engine as one batch. The
+// coordinator calls it directly for its own replica.
+func (h *Handler) Write(mutations []row.Mutation) error {
+	batch := make([]row.Mutation, len(mutations))
+	for i, m := range mutations {
 		if err := row.ValidateKey(m.Key); err != nil {
 			return fmt.Errorf("replica: %w", err)
 		}
@@ -56,13 +62,23 @@ func (h *Handler) read(payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, found, err := h.Engine.Get(ring.EngineKey(req.Key))
+	resp, err := h.Read(req.Key, req.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("replica: %w", err)
-	}
-	resp := wire.ReadResponse{Found: found, Row: r}
-	if req.Digest {
-		resp.Digest = coord.Digest(r, found)
+		return nil, err
 	}
 	return wire.AppendReadResponse(nil, &resp, req.Digest), nil
+}
+
+// Read reads key (as clients give it) from the engine: the row, and its digest when
+// digest is set. The coordinator calls it directly for its own replica.
+func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
+	r, found, err := h.Engine.Get(ring.EngineKey(key))
+	if err != nil {
+		return wire.ReadResponse{}, fmt.Errorf("replica: %w", err)
+	}
+	resp := wire.ReadResponse{Found: found, Row: r}
+	if digest {
+		resp.Digest = coord.Digest(r, found)
+	}
+	return resp, nil
 }

@@ -22,6 +22,9 @@ type Options struct {
 	engine.Options
 	// LSMCacheSizeBytes is the lsm engine's block cache (0: the engine's default).
 	LSMCacheSizeBytes int64
+	// LSMRowCacheBytes is the lsm engine's row cache (0: the engine's default, negative:
+	// none).
+	LSMRowCacheBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
 	// MemorySnapshot makes the memory engine load a snapshot at open and write one at
@@ -38,6 +41,7 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 		return lsm.Open(dir, lsm.Options{
 			Options:           o.Options,
 			CacheSizeBytes:    o.LSMCacheSizeBytes,
+			RowCacheBytes:     o.LSMRowCacheBytes,
 			MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
 		})
 	case "btree":

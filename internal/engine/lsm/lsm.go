@@ -44,6 +44,9 @@ type Options struct {
 	MemTableSizeBytes uint64
 	// Logger receives pebble's log lines and background errors; nil discards them.
 	Logger *slog.Logger
+	// RowCacheBytes is the row cache's capacity (see rowCache); default 32 MiB, negative
+	// disables it. It fills only as rows are read.
+	RowCacheBytes int64
 	// CollapseOperands is the number of merge operands a read of one key may merge before
 	// the key is rewritten as one value (see collapser); default 16, negative disables.
 	CollapseOperands int
@@ -62,6 +65,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CollapseOperands == 0 {
 		o.CollapseOperands = DefaultCollapseOperands
+	}
+	if o.RowCacheBytes == 0 {
+		o.RowCacheBytes = DefaultRowCacheBytes
 	}
 	return o
 }
@@ -84,6 +90,7 @@ type DB struct {
 
 	syncer    *syncer    // nil unless Durability is Periodic
 	collapser *collapser // nil when CollapseOperands < 0
+	rows      *rowCache  // nil when RowCacheBytes < 0
 
 	// Totals of what Apply wrote, to turn the WAL's size into a number of entries.
 	appliedOps, appliedBytes atomic.Int64
@@ -103,6 +110,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{dir: dir, opts: opts, lock: lock, iters: make(map[*iterator]struct{})}
 	if opts.CollapseOperands > 0 {
 		db.collapser = newCollapser(db)
+	}
+	if opts.RowCacheBytes > 0 {
+		db.rows = newRowCache(opts.RowCacheBytes)
 	}
 	cache := pebble.NewCache(opts.CacheSizeBytes)
 	defer cache.Unref() // pebble holds its own reference while open
@@ -213,7 +223,15 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		defer unlock() // held until the batch is visible: see collapser
 	}
 	ops, size := int64(b.Count()), int64(b.Len())
-	if err := db.pdb.Apply(b, db.wo); err != nil {
+	err := db.pdb.Apply(b, db.wo)
+	if db.rows != nil {
+		// Once the batch is visible (Apply returned), and even if it failed (part of it
+		// may be): see rowCache.
+		for i := range batch {
+			db.rows.invalidate(batch[i].Key)
+		}
+	}
+	if err != nil {
 		return wrapErr("apply", err) // pebble's own Merge does not reuse a failed batch either
 	}
 	db.appliedOps.Add(ops)
@@ -255,6 +273,29 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 		return row.Row{}, false, err
 	}
 	defer db.mu.RUnlock()
+	if db.rows == nil {
+		r, found, err := db.getStored(key)
+		if err != nil || !found {
+			return row.Row{}, false, err
+		}
+		return db.readView(r, db.opts.Clock())
+	}
+	r, found, ok, gen := db.rows.get(key)
+	if !ok {
+		var err error
+		if r, found, err = db.getStored(key); err != nil {
+			return row.Row{}, false, err
+		}
+		db.rows.put(key, gen, r, found)
+	}
+	if !found {
+		return row.Row{}, false, nil
+	}
+	return db.readView(r.Clone(), db.opts.Clock()) // the cache's row is shared
+}
+
+// getStored returns the row stored under key, merged but not purged, as a private copy.
+func (db *DB) getStored(key []byte) (row.Row, bool, error) {
 	v, closer, err := db.pdb.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return row.Row{}, false, nil
@@ -270,7 +311,7 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	if err != nil {
 		return row.Row{}, false, fmt.Errorf("lsm: get %q: %w: %w", key, engine.ErrCorrupt, err)
 	}
-	return db.readView(r, db.opts.Clock())
+	return r, true, nil
 }
 
 // readView applies the read-time purge and engine.ReadView to a decoded row.

@@ -8,19 +8,24 @@ import (
 	"github.com/kuradb/kura/internal/engine/lsm"
 )
 
-func factory() enginetest.Factory { return factoryWith("lsm", 0) }
+func factory() enginetest.Factory { return factoryWith("lsm", 0, 0) }
 
 // eagerCollapse collapses a key as soon as a read merges two operands, so that the
 // shared suites run with collapses racing every write, read, crash and reopen.
-func eagerCollapse() enginetest.Factory { return factoryWith("lsm-eager-collapse", 2) }
+func eagerCollapse() enginetest.Factory { return factoryWith("lsm-eager-collapse", 2, 0) }
 
-func factoryWith(name string, collapseOperands int) enginetest.Factory {
+// tinyRowCache holds a few rows per shard, so that the suites run with the row cache
+// evicting all the time; noRowCache reads pebble alone.
+func tinyRowCache() enginetest.Factory { return factoryWith("lsm-tiny-row-cache", 0, 64*2048) }
+func noRowCache() enginetest.Factory   { return factoryWith("lsm-no-row-cache", 0, -1) }
+
+func factoryWith(name string, collapseOperands int, rowCacheBytes int64) enginetest.Factory {
 	return enginetest.Factory{
 		Name:       name,
 		Persistent: true,
 		CrashSafe:  true,
 		Open: func(dir string, o engine.Options) (engine.Engine, error) {
-			return lsm.Open(dir, lsm.Options{Options: o, CollapseOperands: collapseOperands})
+			return lsm.Open(dir, lsm.Options{Options: o, CollapseOperands: collapseOperands, RowCacheBytes: rowCacheBytes})
 		},
 	}
 }
@@ -36,5 +41,14 @@ func TestCrash(t *testing.T)       { enginetest.RunCrash(t, eagerCollapse()) }
 
 func TestConformanceWithEagerCollapse(t *testing.T) { enginetest.RunConformance(t, eagerCollapse()) }
 func TestMetamorphicWithEagerCollapse(t *testing.T) { enginetest.RunMetamorphic(t, eagerCollapse()) }
+
+func TestConformanceRowCache(t *testing.T) {
+	enginetest.RunConformance(t, tinyRowCache())
+	enginetest.RunConformance(t, noRowCache())
+}
+
+func TestMetamorphicRowCache(t *testing.T) {
+	enginetest.RunMetamorphic(t, tinyRowCache(), noRowCache())
+}
 
 func BenchmarkEngine(b *testing.B) { enginetest.RunBenchmarks(b, factory()) }

@@ -16,9 +16,13 @@ func (db *DB) Stats() engine.Stats {
 	}
 	defer db.mu.RUnlock()
 	m := db.pdb.Metrics()
+	var rowCacheBytes int64
+	if db.rows != nil {
+		_, rowCacheBytes = db.rows.size()
+	}
 	return engine.Stats{
 		DiskBytes:    int64(m.DiskSpaceUsage()),
-		MemoryBytes:  int64(m.MemTable.Size) + m.BlockCache.Size,
+		MemoryBytes:  int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
 		RowsEstimate: db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
 	}
 }

@@ -1,0 +1,180 @@
+package lsm
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kuradb/kura/internal/row"
+)
+
+// DefaultRowCacheBytes is the row cache's default capacity.
+const DefaultRowCacheBytes = 32 << 20
+
+const (
+	rowCacheShards = 64
+	// rowCacheEntryOverhead approximates an entry's memory beyond its key and cells: the
+	// entry, its map slot, its clock slot and the row's cell headers are charged this much
+	// plus 48 bytes per cell.
+	rowCacheEntryOverhead = 128
+	rowCacheCellOverhead  = 48
+)
+
+// rowCache keeps the decoded, merged rows of keys read recently, in front of pebble.
+//
+// Why an lsm engine wants one: a write is a blind merge operand, so a key's newest entry
+// is usually an operand and pebble's Get cannot stop at it. It must visit every memtable
+// and every level whose files might hold older versions of the key, then merge. That
+// made Get the largest single cost of a cluster read (a quarter of a node's CPU under
+// the papers' read-only workload). Under a skewed workload most reads go to a few keys,
+// and a cache of their merged rows answers them without pebble. RocksDB's row_cache and
+// Cassandra's row cache do the same.
+//
+// Coherence: Apply invalidates every key of its batch once the batch is visible (after
+// pebble's commit). A Get that misses notes its shard's generation before reading pebble
+// and inserts what it read only if the generation has not moved since: any invalidation
+// in the shard in between (which could be of this key, applied after the read) makes it
+// drop the insert. So the cache never holds a row older than what pebble would return.
+// Rows are cached as stored, before the read-time purge; Get purges a copy at the time of
+// the read, so a cached row's cells still expire on time.
+//
+// Eviction is CLOCK per shard, by an estimate of each entry's memory.
+type rowCache struct {
+	seed   maphash.Seed
+	shards [rowCacheShards]rowCacheShard
+
+	hits, misses atomic.Int64
+}
+
+type rowCacheShard struct {
+	mu      sync.Mutex
+	gen     uint64 // bumped by every invalidation
+	entries map[string]*rowCacheEntry
+	clock   []*rowCacheEntry // CLOCK ring; an entry knows its index
+	hand    int
+	bytes   int64
+	limit   int64
+}
+
+type rowCacheEntry struct {
+	key   string
+	row   row.Row // never modified once cached; readers clone it
+	found bool
+	size  int64
+	ref   bool // read since the hand last passed
+	idx   int  // position in clock
+}
+
+func newRowCache(capacity int64) *rowCache {
+	c := &rowCache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].entries = make(map[string]*rowCacheEntry)
+		c.shards[i].limit = capacity / rowCacheShards
+	}
+	return c
+}
+
+func (c *rowCache) shard(key []byte) *rowCacheShard {
+	return &c.shards[maphash.Bytes(c.seed, key)%rowCacheShards]
+}
+
+// get returns key's cached row (which the caller must not modify) and whether it was
+// cached; on a miss it returns the generation to give put.
+func (c *rowCache) get(key []byte) (r row.Row, found, ok bool, gen uint64) {
+	s := c.shard(key)
+	s.mu.Lock()
+	e, ok := s.entries[string(key)]
+	if !ok {
+		gen = s.gen
+		s.mu.Unlock()
+		c.misses.Add(1)
+		return row.Row{}, false, false, gen
+	}
+	e.ref = true
+	s.mu.Unlock()
+	c.hits.Add(1)
+	return e.row, e.found, true, 0
+}
+
+// put caches r as key's row, read from pebble after get returned gen, unless the shard
+// was invalidated since or the row is too large to be worth a slot. The cache keeps r: the
+// caller must not modify it afterwards.
+func (c *rowCache) put(key []byte, gen uint64, r row.Row, found bool) {
+	size := int64(rowCacheEntryOverhead + len(key))
+	for i := range r.Cells {
+		size += rowCacheCellOverhead + int64(len(r.Cells[i].Name)+len(r.Cells[i].Value))
+	}
+	s := c.shard(key)
+	if size > s.limit/4 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return
+	}
+	if old, ok := s.entries[string(key)]; ok { // another reader of the same generation
+		s.remove(old)
+	}
+	for s.bytes+size > s.limit && len(s.clock) > 0 {
+		s.evictOne()
+	}
+	e := &rowCacheEntry{key: string(key), row: r, found: found, size: size, idx: len(s.clock)}
+	s.entries[e.key] = e
+	s.clock = append(s.clock, e)
+	s.bytes += size
+}
+
+// invalidate forgets key and bumps its shard's generation, so that a read that started
+// before cannot cache what it read.
+func (c *rowCache) invalidate(key []byte) {
+	s := c.shard(key)
+	s.mu.Lock()
+	s.gen++
+	if e, ok := s.entries[string(key)]; ok {
+		s.remove(e)
+	}
+	s.mu.Unlock()
+}
+
+// evictOne advances the hand to the first entry not read since its last pass and removes
+// it. s.mu is held; s.clock is not empty.
+func (s *rowCacheShard) evictOne() {
+	for {
+		if s.hand >= len(s.clock) {
+			s.hand = 0
+		}
+		e := s.clock[s.hand]
+		if e.ref {
+			e.ref = false
+			s.hand++
+			continue
+		}
+		s.remove(e) // moves the last entry into s.hand, which the next pass looks at
+		return
+	}
+}
+
+// remove drops e from the map and the clock (the last entry takes its slot). s.mu is held.
+func (s *rowCacheShard) remove(e *rowCacheEntry) {
+	delete(s.entries, e.key)
+	last := len(s.clock) - 1
+	moved := s.clock[last]
+	s.clock[e.idx] = moved
+	moved.idx = e.idx
+	s.clock[last] = nil
+	s.clock = s.clock[:last]
+	s.bytes -= e.size
+}
+
+// size returns the entries and bytes cached.
+func (c *rowCache) size() (entries int, bytes int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		entries += len(s.entries)
+		bytes += s.bytes
+		s.mu.Unlock()
+	}
+	return entries, bytes
+}

@@ -1,0 +1,144 @@
+package lsm
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/row"
+)
+
+func cellRow(v string, ts int64) row.Row {
+	return row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte(v), Timestamp: ts}}}
+}
+
+// A read that missed, then lost a race with a write of its key, must not cache what it
+// read: the write's invalidation came first and nothing would remove the old row later.
+func TestRowCacheDropsAReadThatRacedAnInvalidation(t *testing.T) {
+	c := newRowCache(1 << 20)
+	key := []byte("k")
+	_, _, ok, gen := c.get(key)
+	if ok {
+		t.Fatal("empty cache hit")
+	}
+	c.invalidate(key) // a write of key became visible after the read saw the old row
+	c.put(key, gen, cellRow("old", 1), true)
+	if _, _, ok, _ := c.get(key); ok {
+		t.Fatal("the row read before the write was cached after the write's invalidation")
+	}
+
+	_, _, _, gen = c.get(key)
+	c.put(key, gen, cellRow("new", 2), true)
+	r, found, ok, _ := c.get(key)
+	if !ok || !found || string(r.Cells[0].Value) != "new" {
+		t.Fatalf("a read with no write in between was not cached: ok=%v found=%v %v", ok, found, r)
+	}
+	c.invalidate(key)
+	if _, _, ok, _ := c.get(key); ok {
+		t.Fatal("invalidate left the row cached")
+	}
+}
+
+func TestRowCacheStaysWithinCapacityAndKeepsRowsInUse(t *testing.T) {
+	const capacity = rowCacheShards * 4096
+	c := newRowCache(capacity)
+	hot := []byte("hot")
+	_, _, _, gen := c.get(hot)
+	c.put(hot, gen, cellRow("h", 1), true)
+	for i := range 20000 {
+		key := []byte("cold" + strconv.Itoa(i))
+		_, _, _, gen := c.get(key)
+		c.put(key, gen, cellRow(fmt.Sprint(i), 1), true)
+		if _, _, ok, _ := c.get(hot); !ok {
+			t.Fatalf("the key read after every insert was evicted after %d inserts", i)
+		}
+	}
+	entries, bytes := c.size()
+	if bytes > capacity || entries == 0 {
+		t.Fatalf("%d entries of %d bytes; capacity %d", entries, bytes, capacity)
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		if len(s.clock) != len(s.entries) {
+			t.Fatalf("shard %d: %d clock slots for %d entries", i, len(s.clock), len(s.entries))
+		}
+		for j, e := range s.clock {
+			if e.idx != j || s.entries[e.key] != e {
+				t.Fatalf("shard %d: clock slot %d out of step with the map", i, j)
+			}
+		}
+	}
+	t.Logf("%d entries, %d bytes", entries, bytes)
+}
+
+// Readers must never see a key go back in time: a Get that starts after a write was
+// acknowledged returns that write or a later one, with the row cache racing every write.
+func TestRowCacheNeverServesARowOlderThanAnAcknowledgedWrite(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{Options: engine.Options{Durability: engine.Periodic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const keys = 4
+	var acked [keys]atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Go(func() {
+			key := []byte{byte('a' + k)}
+			for i := int64(1); ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := db.Apply([]row.Mutation{{Key: key, Row: cellRow(strconv.FormatInt(i, 10), i)}}); err != nil {
+					t.Error(err)
+					return
+				}
+				acked[k].Store(i)
+			}
+		})
+	}
+	var stale, reads atomic.Int64
+	for range 3 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := n % keys
+				floor := acked[k].Load()
+				r, found, err := db.Get([]byte{byte('a' + k)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				reads.Add(1)
+				if floor == 0 {
+					continue
+				}
+				if !found || r.Cells[0].Timestamp < floor {
+					stale.Add(1)
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	hits, misses := db.rows.hits.Load(), db.rows.misses.Load()
+	t.Logf("%d reads, %d cache hits, %d misses", reads.Load(), hits, misses)
+	if stale.Load() > 0 {
+		t.Fatalf("%d reads returned a row older than a write acknowledged before they started", stale.Load())
+	}
+	if hits == 0 {
+		t.Fatal("no read was served from the cache")
+	}
+}
