@@ -64,7 +64,7 @@ type Read struct {
 	digests  nodeMap[uint64]
 	full     bool          // digests disagreed: every answering replica is asked for data
 	repairs  nodeMap[bool] // the value is true for a repair the reply waits for
-	result   Reply // the merged row, once resolved
+	result   Reply         // the merged row, once resolved
 	resolved bool
 	replied  bool
 }

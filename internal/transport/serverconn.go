@@ -31,8 +31,8 @@ type serverConn struct {
 	cancel   context.CancelFunc
 	w        *frameWriter
 	slots    chan struct{}
-	dead     chan struct{} // closed by abort
-	draining chan struct{} // closed by drain
+	dead     chan struct{}  // closed by abort
+	draining chan struct{}  // closed by drain
 	handlers sync.WaitGroup // one per request being handled
 	work     chan Frame     // unbuffered: a send succeeds only if an idle worker waits
 	idle     atomic.Int32   // workers waiting on work
