@@ -124,6 +124,14 @@ type Iterator interface {
 	Close() error
 }
 
+// Viewer is an optional Engine capability: lending a row instead of copying it, for
+// callers that only look at it (a replica computing a read's digest).
+type Viewer interface {
+	// View calls fn with what Get would return for key. The row may be the engine's own:
+	// fn must not modify it, nor keep it or anything in it after returning.
+	View(key []byte, fn func(r row.Row, found bool)) error
+}
+
 // Stats are an engine's current sizes.
 type Stats struct {
 	// DiskBytes is the space the engine's files take on disk.
@@ -134,6 +142,9 @@ type Stats struct {
 	RowsEstimate int64
 	// Exact reports whether RowsEstimate is exact.
 	Exact bool
+	// RowCacheHits and RowCacheMisses count the reads a row cache in front of the engine's
+	// store answered and did not; zero for engines without one.
+	RowCacheHits, RowCacheMisses int64
 }
 
 // Durability says when an applied write is safe from a crash.

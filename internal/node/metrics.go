@@ -11,6 +11,7 @@ import (
 type engineCollector struct {
 	eng                          engine.Engine
 	diskBytes, memBytes, rowsEst *prometheus.Desc
+	cacheHits, cacheMisses       *prometheus.Desc
 }
 
 func newEngineCollector(eng engine.Engine) *engineCollector {
@@ -20,6 +21,9 @@ func newEngineCollector(eng engine.Engine) *engineCollector {
 		diskBytes: prometheus.NewDesc("kura_engine_disk_bytes", "Space the engine's files take on disk.", nil, labels),
 		memBytes:  prometheus.NewDesc("kura_engine_memory_bytes", "Memory the engine holds for data.", nil, labels),
 		rowsEst:   prometheus.NewDesc("kura_engine_rows_estimate", "Estimated number of stored rows (tombstoned rows included).", nil, labels),
+		cacheHits: prometheus.NewDesc("kura_engine_row_cache_hits_total", "Reads the engine's row cache answered (lsm).", nil, labels),
+		cacheMisses: prometheus.NewDesc("kura_engine_row_cache_misses_total",
+			"Reads the engine's row cache did not answer, so the store did (lsm).", nil, labels),
 	}
 }
 
@@ -27,6 +31,8 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.diskBytes
 	ch <- c.memBytes
 	ch <- c.rowsEst
+	ch <- c.cacheHits
+	ch <- c.cacheMisses
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -34,6 +40,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.diskBytes, prometheus.GaugeValue, float64(s.DiskBytes))
 	ch <- prometheus.MustNewConstMetric(c.memBytes, prometheus.GaugeValue, float64(s.MemoryBytes))
 	ch <- prometheus.MustNewConstMetric(c.rowsEst, prometheus.GaugeValue, float64(s.RowsEstimate))
+	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(s.RowCacheHits))
+	ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(s.RowCacheMisses))
 }
 
 // newRegistry returns a registry with the Go runtime and process collectors, the ones every

@@ -96,7 +96,10 @@ type DB struct {
 	appliedOps, appliedBytes atomic.Int64
 }
 
-var _ engine.Engine = (*DB)(nil)
+var (
+	_ engine.Engine = (*DB)(nil)
+	_ engine.Viewer = (*DB)(nil)
+)
 
 // Open opens (creating if needed) the lsm engine stored in dir. It returns an error wrapping
 // engine.ErrLocked if another DB, in this process or another, has dir open, and one wrapping
@@ -280,18 +283,57 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 		}
 		return db.readView(r, db.opts.Clock())
 	}
-	r, found, ok, gen := db.rows.get(key)
-	if !ok {
-		var err error
-		if r, found, err = db.getStored(key); err != nil {
-			return row.Row{}, false, err
+	e, err := db.cached(key)
+	if err != nil || !e.found {
+		return row.Row{}, false, err
+	}
+	return db.readView(e.row.Clone(), db.opts.Clock()) // the cache's row is shared
+}
+
+// cached returns key's row cache entry, reading pebble and filling the cache on a miss.
+// The entry's row is shared: it must not be modified.
+func (db *DB) cached(key []byte) (*rowCacheEntry, error) {
+	e, gen := db.rows.get(key)
+	if e != nil {
+		return e, nil
+	}
+	r, found, err := db.getStored(key)
+	if err != nil {
+		return nil, err
+	}
+	return db.rows.put(key, gen, r, found), nil
+}
+
+// View implements engine.Viewer: a row in the row cache that the read-time purge would
+// leave as it is (no tombstones, nothing expiring) is lent without a copy.
+func (db *DB) View(key []byte, fn func(r row.Row, found bool)) error {
+	if db.rows == nil {
+		r, found, err := db.Get(key)
+		if err == nil {
+			fn(r, found)
 		}
-		db.rows.put(key, gen, r, found)
+		return err
 	}
-	if !found {
-		return row.Row{}, false, nil
+	if err := db.enter("get"); err != nil {
+		return err
 	}
-	return db.readView(r.Clone(), db.opts.Clock()) // the cache's row is shared
+	defer db.mu.RUnlock()
+	e, err := db.cached(key)
+	switch {
+	case err != nil:
+		return err
+	case !e.found:
+		fn(row.Row{}, false)
+	case e.plain:
+		fn(e.row, !e.row.IsEmpty())
+	default:
+		r, found, err := db.readView(e.row.Clone(), db.opts.Clock())
+		if err != nil {
+			return err
+		}
+		fn(r, found)
+	}
+	return nil
 }
 
 // getStored returns the row stored under key, merged but not purged, as a private copy.

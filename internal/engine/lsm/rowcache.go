@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/kuradb/kura/internal/row"
 )
@@ -13,11 +14,11 @@ const DefaultRowCacheBytes = 32 << 20
 
 const (
 	rowCacheShards = 64
-	// rowCacheEntryOverhead approximates an entry's memory beyond its key and cells: the
-	// entry, its map slot, its clock slot and the row's cell headers are charged this much
-	// plus 48 bytes per cell.
-	rowCacheEntryOverhead = 128
-	rowCacheCellOverhead  = 48
+	// rowCacheEntryOverhead approximates an entry's memory beyond its key and cells (the
+	// entry, its map slot and its clock slot); each cell is charged its header besides its
+	// name and value.
+	rowCacheEntryOverhead = 160
+	rowCacheCellOverhead  = int64(unsafe.Sizeof(row.Cell{}))
 )
 
 // rowCache keeps the decoded, merged rows of keys read recently, in front of pebble.
@@ -60,6 +61,7 @@ type rowCacheEntry struct {
 	key   string
 	row   row.Row // never modified once cached; readers clone it
 	found bool
+	plain bool // no tombstones and no expiring cells: the read-time purge leaves it as is
 	size  int64
 	ref   bool // read since the hand last passed
 	idx   int  // position in clock
@@ -80,7 +82,7 @@ func (c *rowCache) shard(key []byte) *rowCacheShard {
 
 // get returns key's cached row (which the caller must not modify) and whether it was
 // cached; on a miss it returns the generation to give put.
-func (c *rowCache) get(key []byte) (r row.Row, found, ok bool, gen uint64) {
+func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
 	s := c.shard(key)
 	s.mu.Lock()
 	e, ok := s.entries[string(key)]
@@ -88,41 +90,46 @@ func (c *rowCache) get(key []byte) (r row.Row, found, ok bool, gen uint64) {
 		gen = s.gen
 		s.mu.Unlock()
 		c.misses.Add(1)
-		return row.Row{}, false, false, gen
+		return nil, gen
 	}
 	e.ref = true
 	s.mu.Unlock()
 	c.hits.Add(1)
-	return e.row, e.found, true, 0
+	return e, 0
 }
 
 // put caches r as key's row, read from pebble after get returned gen, unless the shard
-// was invalidated since or the row is too large to be worth a slot. The cache keeps r: the
-// caller must not modify it afterwards.
-func (c *rowCache) put(key []byte, gen uint64, r row.Row, found bool) {
-	size := int64(rowCacheEntryOverhead + len(key))
+// was invalidated since or the row is too large to be worth a slot. It returns the entry
+// for r whether or not it was cached. The cache keeps r: the caller must not modify it
+// afterwards.
+func (c *rowCache) put(key []byte, gen uint64, r row.Row, found bool) *rowCacheEntry {
+	e := &rowCacheEntry{key: string(key), row: r, found: found, plain: r.Deleted == 0,
+		size: int64(rowCacheEntryOverhead + len(key))}
 	for i := range r.Cells {
-		size += rowCacheCellOverhead + int64(len(r.Cells[i].Name)+len(r.Cells[i].Value))
+		c := &r.Cells[i]
+		e.size += rowCacheCellOverhead + int64(len(c.Name)+len(c.Value))
+		e.plain = e.plain && !c.Tombstone && c.ExpiresAt == 0
 	}
 	s := c.shard(key)
-	if size > s.limit/4 {
-		return
+	if e.size > s.limit/4 {
+		return e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen {
-		return
+		return e
 	}
-	if old, ok := s.entries[string(key)]; ok { // another reader of the same generation
+	if old, ok := s.entries[e.key]; ok { // another reader of the same generation
 		s.remove(old)
 	}
-	for s.bytes+size > s.limit && len(s.clock) > 0 {
+	for s.bytes+e.size > s.limit && len(s.clock) > 0 {
 		s.evictOne()
 	}
-	e := &rowCacheEntry{key: string(key), row: r, found: found, size: size, idx: len(s.clock)}
+	e.idx = len(s.clock)
 	s.entries[e.key] = e
 	s.clock = append(s.clock, e)
-	s.bytes += size
+	s.bytes += e.size
+	return e
 }
 
 // invalidate forgets key and bumps its shard's generation, so that a read that started

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/enginetest"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -21,24 +22,24 @@ func cellRow(v string, ts int64) row.Row {
 func TestRowCacheDropsAReadThatRacedAnInvalidation(t *testing.T) {
 	c := newRowCache(1 << 20)
 	key := []byte("k")
-	_, _, ok, gen := c.get(key)
-	if ok {
+	e, gen := c.get(key)
+	if e != nil {
 		t.Fatal("empty cache hit")
 	}
 	c.invalidate(key) // a write of key became visible after the read saw the old row
 	c.put(key, gen, cellRow("old", 1), true)
-	if _, _, ok, _ := c.get(key); ok {
+	if e, _ := c.get(key); e != nil {
 		t.Fatal("the row read before the write was cached after the write's invalidation")
 	}
 
-	_, _, _, gen = c.get(key)
+	_, gen = c.get(key)
 	c.put(key, gen, cellRow("new", 2), true)
-	r, found, ok, _ := c.get(key)
-	if !ok || !found || string(r.Cells[0].Value) != "new" {
-		t.Fatalf("a read with no write in between was not cached: ok=%v found=%v %v", ok, found, r)
+	e, _ = c.get(key)
+	if e == nil || !e.found || string(e.row.Cells[0].Value) != "new" {
+		t.Fatalf("a read with no write in between was not cached: %+v", e)
 	}
 	c.invalidate(key)
-	if _, _, ok, _ := c.get(key); ok {
+	if e, _ := c.get(key); e != nil {
 		t.Fatal("invalidate left the row cached")
 	}
 }
@@ -47,13 +48,13 @@ func TestRowCacheStaysWithinCapacityAndKeepsRowsInUse(t *testing.T) {
 	const capacity = rowCacheShards * 4096
 	c := newRowCache(capacity)
 	hot := []byte("hot")
-	_, _, _, gen := c.get(hot)
+	_, gen := c.get(hot)
 	c.put(hot, gen, cellRow("h", 1), true)
 	for i := range 20000 {
 		key := []byte("cold" + strconv.Itoa(i))
-		_, _, _, gen := c.get(key)
+		_, gen := c.get(key)
 		c.put(key, gen, cellRow(fmt.Sprint(i), 1), true)
-		if _, _, ok, _ := c.get(hot); !ok {
+		if e, _ := c.get(hot); e == nil {
 			t.Fatalf("the key read after every insert was evicted after %d inserts", i)
 		}
 	}
@@ -140,5 +141,48 @@ func TestRowCacheNeverServesARowOlderThanAnAcknowledgedWrite(t *testing.T) {
 	}
 	if hits == 0 {
 		t.Fatal("no read was served from the cache")
+	}
+}
+
+// View lends cached rows; it must show exactly what Get returns, for rows the read-time
+// purge leaves alone and for rows it changes (tombstones, expired and expiring cells),
+// from the cache and from pebble.
+func TestViewShowsWhatGetReturns(t *testing.T) {
+	now := int64(1_000_000_000)
+	db, err := Open(t.TempDir(), Options{Options: engine.Options{Durability: engine.Periodic, Clock: func() int64 { return now }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := map[string]row.Row{
+		"plain":    cellRow("v", 10),
+		"tomb":     {Cells: []row.Cell{{Name: []byte("a"), Timestamp: 10, Tombstone: true}, {Name: []byte("b"), Value: []byte("x"), Timestamp: 10}}},
+		"expired":  {Cells: []row.Cell{{Name: []byte("a"), Value: []byte("x"), Timestamp: 10, ExpiresAt: now - 1}}},
+		"expiring": {Cells: []row.Cell{{Name: []byte("a"), Value: []byte("x"), Timestamp: 10, ExpiresAt: now + 1e9}}},
+		"deleted":  {Deleted: 20, Cells: []row.Cell{{Name: []byte("a"), Value: []byte("x"), Timestamp: 30}}},
+	}
+	for k, r := range rows {
+		if err := db.Apply([]row.Mutation{{Key: []byte(k), Row: r}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pass := range []string{"miss", "hit"} {
+		for _, k := range []string{"plain", "tomb", "expired", "expiring", "deleted", "absent"} {
+			var viewed row.Row
+			var viewedFound bool
+			if err := db.View([]byte(k), func(r row.Row, found bool) { viewed, viewedFound = r.Clone(), found }); err != nil {
+				t.Fatal(err)
+			}
+			got, found, err := db.Get([]byte(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found != viewedFound || (found && !enginetest.RowsEqual(got, viewed)) {
+				t.Errorf("%s (%s): View gave %v %v, Get %v %v", k, pass, viewedFound, viewed, found, got)
+			}
+		}
+	}
+	if db.rows.hits.Load() == 0 {
+		t.Fatal("the second pass was not served by the cache")
 	}
 }

@@ -16,14 +16,17 @@ func (db *DB) Stats() engine.Stats {
 	}
 	defer db.mu.RUnlock()
 	m := db.pdb.Metrics()
-	var rowCacheBytes int64
+	var rowCacheBytes, hits, misses int64
 	if db.rows != nil {
 		_, rowCacheBytes = db.rows.size()
+		hits, misses = db.rows.hits.Load(), db.rows.misses.Load()
 	}
 	return engine.Stats{
-		DiskBytes:    int64(m.DiskSpaceUsage()),
-		MemoryBytes:  int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
-		RowsEstimate: db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
+		RowCacheHits:   hits,
+		RowCacheMisses: misses,
+		DiskBytes:      int64(m.DiskSpaceUsage()),
+		MemoryBytes:    int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
+		RowsEstimate:   db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
 	}
 }
 
