@@ -79,7 +79,7 @@ func fetchStatus(ctx context.Context, addr string) (*node.ClusterStatus, error) 
 func printStatus(w io.Writer, st *node.ClusterStatus) {
 	fmt.Fprintf(w, "Replication factor %d, placement %s. U = up, D = down.\n", st.ReplicationFactor, st.Placement)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\ttokens\towns\towns (replicated)\tclient\t")
+	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\tload\ttokens\towns\towns (replicated)\tclient")
 	host := ""
 	for _, m := range sortedByHost(st.Members) {
 		h := m.Host
@@ -91,11 +91,25 @@ func printStatus(w io.Writer, st *node.ClusterStatus) {
 		if m.Up {
 			state = "U"
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\t\n", h, state, strings.ToUpper(m.Status[:1]),
-			m.ID, m.Rack, m.Engine, m.Role, m.Tokens, 100*m.Owns, 100*m.OwnsRepl, m.ClientAddr)
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\n", h, state, strings.ToUpper(m.Status[:1]),
+			m.ID, m.Rack, m.Engine, m.Role, humanBytes(m.Load), m.Tokens, 100*m.Owns, 100*m.OwnsRepl, m.ClientAddr)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "state: U/D then J joining, N normal, L leaving, R removed")
+}
+
+// humanBytes renders n bytes in binary units, as nodetool shows load.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 func sortedByHost(ms []node.MemberStatus) []node.MemberStatus {
@@ -112,9 +126,9 @@ func printRing(w io.Writer, st *node.ClusterStatus) {
 		hosts[m.ID] = m.Host
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "token\tnode\thost\t")
+	fmt.Fprintln(tw, "token\tnode\thost")
 	for _, t := range st.Tokens {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t\n", t.Token, t.ID, hosts[t.ID])
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", t.Token, t.ID, hosts[t.ID])
 	}
 	tw.Flush()
 }
@@ -125,9 +139,9 @@ func printHints(w io.Writer, st *node.ClusterStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "replica\thints\tbytes\tdropped\t")
+	fmt.Fprintln(tw, "replica\thints\tbytes\tdropped")
 	for _, h := range st.Hints {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", h.Replica, h.Hints, h.Bytes, h.Dropped)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", h.Replica, h.Hints, h.Bytes, h.Dropped)
 	}
 	tw.Flush()
 }

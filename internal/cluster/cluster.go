@@ -46,7 +46,10 @@ type Member struct {
 	AdminAddr     string       `json:"admin_addr"`
 	Tokens        []ring.Token `json:"tokens"`
 	Status        Status       `json:"status"`
-	Version       uint64       `json:"version"`
+	// Load is the bytes of data the member holds (on disk; in memory for an in-memory
+	// engine), as it last announced; members announce it every few seconds when it moved.
+	Load    int64  `json:"load"`
+	Version uint64 `json:"version"`
 	// Up is this node's failure detector's opinion; it is not gossiped or saved.
 	Up bool `json:"-"`
 }

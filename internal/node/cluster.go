@@ -108,9 +108,10 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	c.store = c.newStore()
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.saveLoop()
 	go c.hintLoop()
+	go c.loadLoop()
 	if err := c.join(self); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -302,6 +303,39 @@ func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
 	}
 	c.peers[id] = cl
 	return cl, nil
+}
+
+// loadAnnounceInterval is how often a node checks its load and gossips it if it moved.
+var loadAnnounceInterval = 10 * time.Second
+
+// loadLoop announces this node's load (see cluster.Member.Load) when it has moved by 1%
+// or 1 MiB since the last announcement, so that gossip is not flooded by small changes.
+func (c *clusterNode) loadLoop() {
+	defer c.wg.Done()
+	announced := int64(-1)
+	t := time.NewTicker(loadAnnounceInterval)
+	defer t.Stop()
+	for {
+		load := c.load()
+		if d := load - announced; announced < 0 || max(d, -d) >= max(announced/100, 1<<20) {
+			c.gossip.Update(func(m *cluster.Member) { m.Load = load })
+			announced = load
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// load is the data this node holds: on disk, or in memory for an in-memory engine.
+func (c *clusterNode) load() int64 {
+	s := c.handler.Engine.Stats()
+	if c.handler.Engine.Role() == engine.InMemory {
+		return s.MemoryBytes
+	}
+	return s.DiskBytes
 }
 
 // saveLoop writes the view to disk after changes, at most every 100 ms.

@@ -40,6 +40,8 @@ func ready(n *Node, want int) bool {
 }
 
 func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
+	defer func(d time.Duration) { loadAnnounceInterval = d }(loadAnnounceInterval)
+	loadAnnounceInterval = 50 * time.Millisecond
 	n1, err := Start(clusterConfig(t, "h1", ""), quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,20 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	if got, err := c2.Get(ctx, "k").Result(); err != nil || got != "v1" {
 		t.Fatalf("GET through another coordinator: %q %v", got, err)
 	}
+	// Each node announces its load, which grew with the write (over 1 MiB of values: the
+	// announcement waits for a move of 1 MiB), and every node learns the others'.
+	big := strings.Repeat("x", 1<<20)
+	if err := c1.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n2 knows every member's load, each over 1 MiB", func() bool {
+		for _, m := range n2.cluster.status().Members {
+			if m.Load < 1<<20 {
+				return false
+			}
+		}
+		return true
+	})
 
 	// n3 goes away; QUORUM writes go on (RF 3, three hosts), with hints for n3.
 	id3 := ring.NodeID(n3.ID())

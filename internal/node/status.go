@@ -31,6 +31,7 @@ type MemberStatus struct {
 	ClientAddr string  `json:"client_addr"`
 	AdminAddr  string  `json:"admin_addr"`
 	Tokens     int     `json:"tokens"`
+	Load       int64   `json:"load"`      // bytes of data, as the member last announced
 	Owns       float64 `json:"owns"`      // share of the token space it owns as primary
 	OwnsRepl   float64 `json:"owns_repl"` // share of all replicated data it holds
 }
@@ -74,7 +75,7 @@ func (c *clusterNode) status() ClusterStatus {
 	for _, m := range c.gossip.Members() {
 		out.Members = append(out.Members, MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
 			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == c.self,
-			ClientAddr: m.ClientAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens),
+			ClientAddr: m.ClientAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
 			Owns: own[m.ID], OwnsRepl: repl[m.ID]})
 	}
 	for target, s := range c.hints.Stats() {
