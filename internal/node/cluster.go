@@ -70,6 +70,9 @@ type clusterNode struct {
 type clusterState struct {
 	ring    *ring.Ring // nil until some member owns tokens
 	members map[ring.NodeID]cluster.Member
+	// sets caches the replica set of each ring range (ring.RangeIndex), computed on first
+	// use rather than for every range whenever the view changes (liveness, load).
+	sets []atomic.Pointer[[]coord.Replica]
 }
 
 // startCluster starts cluster mode for a node whose engine and data directory are open.
@@ -243,6 +246,7 @@ func (c *clusterNode) refresh() {
 	}
 	if r, err := c.gossip.Ring(); err == nil {
 		st.ring = r
+		st.sets = make([]atomic.Pointer[[]coord.Replica], r.RangeCount())
 	}
 	c.state.Store(st)
 }
@@ -257,13 +261,25 @@ func (c *clusterNode) newStore() *clusterStore {
 		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, metrics: c.metrics, log: c.log}
 }
 
-// replicas returns key's replica set with the failure detector's opinion of each.
+// replicas returns key's replica set with the failure detector's opinion of each, from
+// the sets computed per range when the view last changed. The caller must not modify it.
 func (c *clusterNode) replicas(key []byte) []coord.Replica {
 	st := c.state.Load()
 	if st == nil || st.ring == nil {
 		return nil
 	}
-	ids := c.strategy.Replicas(st.ring, ring.TokenOf(key), c.cfg.ReplicationFactor)
+	i := st.ring.RangeIndex(ring.TokenOf(key))
+	if set := st.sets[i].Load(); set != nil {
+		return *set
+	}
+	set := c.replicaSet(st, st.ring.RangeEnd(i))
+	st.sets[i].Store(&set) // a racing request may store an equal set: either is right
+	return set
+}
+
+// replicaSet computes the replica set of token t in st.
+func (c *clusterNode) replicaSet(st *clusterState, t ring.Token) []coord.Replica {
+	ids := c.strategy.Replicas(st.ring, t, c.cfg.ReplicationFactor)
 	out := make([]coord.Replica, 0, len(ids))
 	for _, id := range ids {
 		m := st.members[id]

@@ -13,11 +13,11 @@ import (
 	"github.com/kuradb/kura/internal/wire"
 )
 
-// caller sends one internode request; *transport.Client is one, and so is the local
-// replica handler (the coordinator's own replica is reached without the network but
-// through the same code).
+// caller sends internode requests, waiting for the answer (Call) or not (Go, which calls
+// done with it); *transport.Client is one, and so is localCaller.
 type caller interface {
 	Call(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+	Go(ctx context.Context, method uint16, payload []byte, done func([]byte, error))
 }
 
 // hintSink keeps writes for replicas that did not take them (*hint.Store).
@@ -134,7 +134,7 @@ func (s *clusterStore) runWrite(ctx context.Context, fx []coord.Effect, results 
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			go func() { results <- writeResult{e.To, s.call(ctx, e.To, wire.MethodWrite, payload, nil)} }()
+			s.send(ctx, e.To, wire.MethodWrite, payload, func(_ []byte, err error) { results <- writeResult{e.To, err} })
 		case coord.StoreHint:
 			s.hint(e)
 		case coord.Reply:
@@ -162,17 +162,15 @@ func (s *clusterStore) hint(h coord.StoreHint) {
 	}
 }
 
-// call sends one request to replica id; out, when not nil, receives the response.
-func (s *clusterStore) call(ctx context.Context, id ring.NodeID, method uint16, payload []byte, out *[]byte) error {
+// send sends one request to replica id; done gets the answer, maybe before send returns.
+// done runs on the transport's reader: it must not block.
+func (s *clusterStore) send(ctx context.Context, id ring.NodeID, method uint16, payload []byte, done func([]byte, error)) {
 	p, err := s.peer(id)
 	if err != nil {
-		return err
+		done(nil, err)
+		return
 	}
-	resp, err := p.Call(ctx, method, payload)
-	if out != nil {
-		*out = resp
-	}
-	return err
+	p.Go(ctx, method, payload, done)
 }
 
 // Get coordinates a read of key at the default level.
@@ -248,11 +246,9 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 				continue
 			}
 			payload := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: key, Digest: e.Digest})
-			go func() {
-				var b []byte
-				err := s.call(ctx, e.To, wire.MethodRead, payload, &b)
+			s.send(ctx, e.To, wire.MethodRead, payload, func(b []byte, err error) {
 				results <- readResult{from: e.To, resp: decodeRead(b, err)}
-			}()
+			})
 		case coord.SendWrite: // read repair
 			run.out++
 			s.metrics.repair()
@@ -261,13 +257,12 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			go func() {
-				err := s.call(ctx, e.To, wire.MethodWrite, payload, nil)
+			s.send(ctx, e.To, wire.MethodWrite, payload, func(_ []byte, err error) {
 				if err != nil {
 					s.log.Debug("read repair failed", "replica", e.To, "err", err)
 				}
 				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
-			}()
+			})
 		case coord.Reply:
 			reply, done = e, true
 		}
@@ -309,4 +304,8 @@ type localCaller struct {
 
 func (l localCaller) Call(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
 	return l.h.Handle(ctx, method, payload)
+}
+
+func (l localCaller) Go(ctx context.Context, method uint16, payload []byte, done func([]byte, error)) {
+	done(l.h.Handle(ctx, method, payload))
 }

@@ -101,6 +101,18 @@ func (r *Ring) vnodeFor(t Token) int {
 	return i
 }
 
+// RangeCount returns the number of token ranges: one per vnode.
+func (r *Ring) RangeCount() int { return len(r.vnodes) }
+
+// RangeIndex returns the index of the range holding token t. Ranges are numbered in token
+// order; range i ends at (includes) RangeEnd(i) and starts after RangeEnd(i-1), the first
+// wrapping around from the last. Every token of a range has the same replicas under every
+// strategy, so callers can compute replica sets once per range.
+func (r *Ring) RangeIndex(t Token) int { return r.vnodeFor(t) }
+
+// RangeEnd returns the last token of range i.
+func (r *Ring) RangeEnd(i int) Token { return r.vnodes[i].token }
+
 // Primary returns the node owning token t (the first replica under every strategy).
 func (r *Ring) Primary(t Token) NodeID { return r.nodes[r.vnodes[r.vnodeFor(t)].node].ID }
 

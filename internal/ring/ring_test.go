@@ -218,3 +218,35 @@ func TestNewRejectsBadRings(t *testing.T) {
 		t.Error("unknown strategy accepted")
 	}
 }
+
+// Every token of a range has the replicas of the range's end token, whatever the
+// strategy: callers cache replica sets per range.
+func TestTokensOfARangeShareItsReplicas(t *testing.T) {
+	rng := testRNG(t)
+	for range 100 {
+		r, err := New(randomCluster(rng))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			tok := Token(rng.Int64())
+			i := r.RangeIndex(tok)
+			if i < 0 || i >= r.RangeCount() {
+				t.Fatalf("range %d of %d", i, r.RangeCount())
+			}
+			end, prev := r.RangeEnd(i), r.RangeEnd((i+r.RangeCount()-1)%r.RangeCount())
+			if inside := tok <= end && (tok > prev || prev >= end) || prev >= end && tok > prev; !inside {
+				t.Fatalf("token %d outside range %d (%d, %d]", tok, i, prev, end)
+			}
+			for _, name := range []string{"simple", "host-aware", "rack-aware"} {
+				s, err := StrategyByName(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, b := s.Replicas(r, tok, 3), s.Replicas(r, end, 3); !slices.Equal(a, b) {
+					t.Fatalf("%s: token %d has %v, its range's end %d has %v", name, tok, a, end, b)
+				}
+			}
+		}
+	}
+}

@@ -139,6 +139,42 @@ func (c *Client) Call(ctx context.Context, method uint16, payload []byte) ([]byt
 	return cn.call(ctx, method, payload)
 }
 
+// Go sends a request like Call but does not wait for its response: done is called once,
+// with what Call would return, from the connection's goroutines (once the response
+// arrives, or the connection fails, or within 50 ms of ctx's deadline) or, when nothing
+// could be sent, from Go itself before it returns. done must not block: it runs on the
+// connection's reader. ctx must have a deadline, which travels with the request; unlike
+// Call, Go does not give up when ctx is canceled before its deadline. Go never waits for
+// a dial (without a connection, the call is made from a goroutine of its own) but, like
+// Call, waits up to QueueWait for room on a busy connection.
+//
+// Go saves the goroutine a caller would start to make concurrent calls: a coordinator
+// asking several replicas at once gets their answers on one channel.
+func (c *Client) Go(ctx context.Context, method uint16, payload []byte, done func([]byte, error)) {
+	if len(payload) > c.cfg.MaxPayloadBytes {
+		done(nil, fmt.Errorf("transport: call %d to %s: request of %d bytes, limit %d: %w",
+			method, c.addr, len(payload), c.cfg.MaxPayloadBytes, ErrFrameTooLarge))
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		done(nil, fmt.Errorf("transport: call %d to %s: %w", method, c.addr, err))
+		return
+	}
+	if cn := c.cur.Load(); cn != nil {
+		cn.goCall(ctx, method, payload, done)
+		return
+	}
+	payload = append([]byte(nil), payload...) // Go does not retain payload after it returns
+	go func() {
+		cn, err := c.conn(ctx)
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		cn.goCall(ctx, method, payload, done)
+	}()
+}
+
 // conn returns the live connection, waiting for a dial if one is needed.
 func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	if cn := c.cur.Load(); cn != nil {
@@ -197,10 +233,14 @@ func (c *Client) dial(done chan struct{}) {
 	}
 	cn := newClientConn(c, nc)
 	c.cur.Store(cn)
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() {
 		defer c.wg.Done()
 		cn.readLoop()
+	}()
+	go func() {
+		defer c.wg.Done()
+		cn.sweep()
 	}()
 	go func() {
 		defer c.wg.Done()

@@ -10,10 +10,23 @@ import (
 )
 
 // call is one outstanding request. Whoever removes it from clientConn.pending (the reader
-// with the response, fail with the connection's error) sends exactly one result on ch,
-// which has room for it, so the send never blocks.
+// with the response, fail with the connection's error, the sweeper at the deadline)
+// delivers exactly one result: on ch, which has room for it so the send never blocks, or,
+// for a call made with Go, to done after giving back the call's in-flight slot.
 type call struct {
-	ch chan result
+	ch       chan result
+	done     func([]byte, error) // set for Go
+	deadline time.Time           // Go's calls only: when the sweeper gives up on it
+}
+
+// deliver hands r to whoever waits for cl, which the caller has removed from pending.
+func (cn *clientConn) deliver(cl *call, r result) {
+	if cl.done == nil {
+		cl.ch <- r
+		return
+	}
+	<-cn.inflight
+	cl.done(r.payload, r.err)
 }
 
 type result struct {
@@ -189,7 +202,7 @@ func (cn *clientConn) readLoop() {
 		delete(cn.pending, f.ID)
 		cn.mu.Unlock()
 		if cl != nil { // else the caller gave up: the late response is dropped
-			cl.ch <- r
+			cn.deliver(cl, r)
 		}
 	}
 }
@@ -210,6 +223,117 @@ func (cn *clientConn) fail(cause error) {
 	cn.c.connLost(cn, cause)
 	err := fmt.Errorf("transport: %s: %w: %w", cn.c.addr, ErrConnectionLost, cause)
 	for _, cl := range pending {
-		cl.ch <- result{err: err}
+		cn.deliver(cl, result{err: err})
+	}
+}
+
+// sweepInterval is how often a connection looks for Go calls past their deadline.
+const sweepInterval = 50 * time.Millisecond
+
+// sweep fails the Go calls whose deadline has passed, every sweepInterval until the
+// connection dies; Call's callers watch their own deadline. A peer normally answers a
+// late request with a deadline error itself, so this matters when it cannot answer (it
+// hangs while the connection stays up).
+func (cn *clientConn) sweep() {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	var expired []*call
+	for {
+		select {
+		case <-cn.dead:
+			return
+		case now := <-t.C:
+			cn.mu.Lock()
+			for id, cl := range cn.pending {
+				if cl.done != nil && now.After(cl.deadline) {
+					delete(cn.pending, id)
+					expired = append(expired, cl)
+				}
+			}
+			cn.mu.Unlock()
+			for i, cl := range expired {
+				cn.deliver(cl, result{err: fmt.Errorf("transport: call to %s: %w", cn.c.addr, context.DeadlineExceeded)})
+				expired[i] = nil
+			}
+			expired = expired[:0]
+		}
+	}
+}
+
+// goCall is Client.Go on this connection.
+func (cn *clientConn) goCall(ctx context.Context, method uint16, payload []byte, done func([]byte, error)) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		done(nil, fmt.Errorf("transport: call %d to %s: Go needs a context with a deadline", method, cn.c.addr))
+		return
+	}
+	wait := overloadTimer{d: cn.c.cfg.QueueWait}
+	defer wait.stop()
+	select {
+	case cn.inflight <- struct{}{}:
+	default:
+		select {
+		case cn.inflight <- struct{}{}:
+		case <-ctx.Done():
+			done(nil, cn.ctxErr(ctx, method))
+			return
+		case <-wait.C():
+			done(nil, fmt.Errorf("transport: call %d to %s: %w: %d calls in flight", method, cn.c.addr, ErrOverloaded, cap(cn.inflight)))
+			return
+		case <-cn.dead:
+			done(nil, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable))
+			return
+		}
+	}
+	timeout := time.Until(dl)
+	if timeout <= 0 {
+		<-cn.inflight
+		done(nil, cn.ctxErr(ctx, method))
+		return
+	}
+	cl := &call{done: done, deadline: dl}
+	cn.mu.Lock()
+	if cn.pending == nil {
+		cn.mu.Unlock()
+		<-cn.inflight
+		done(nil, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable))
+		return
+	}
+	cn.nextID++
+	id := cn.nextID
+	cn.pending[id] = cl
+	cn.mu.Unlock()
+
+	var f outFrame
+	putHeader(f.hdr[:], TypeRequest, method, id, timeout, len(payload))
+	f.payload, f.pooled = copyPayload(payload)
+	select {
+	case cn.w.q <- f:
+		return
+	default:
+	}
+	var err error
+	select {
+	case cn.w.q <- f:
+		return
+	case <-ctx.Done():
+		err = cn.ctxErr(ctx, method)
+	case <-wait.C():
+		err = fmt.Errorf("transport: call %d to %s: %w: send queue of %d frames full", method, cn.c.addr, ErrOverloaded, cap(cn.w.q))
+	case <-cn.dead:
+		err = fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
+	}
+	if f.pooled != nil {
+		payloadPool.Put(f.pooled)
+	}
+	cn.mu.Lock()
+	mine := cn.pending != nil && cn.pending[id] == cl
+	if mine {
+		delete(cn.pending, id)
+	}
+	cn.mu.Unlock()
+	if mine { // else the reader, fail or the sweeper took it and delivers
+		<-cn.inflight
+		done(nil, err)
 	}
 }
