@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/lazyctx"
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -94,7 +96,8 @@ func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
 func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	start := time.Now()
 	defer func() { s.metrics.request("write", start, err) }()
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx := lazyctx.WithDeadline(context.Background(), start.Add(s.timeout))
+	timer := getTimer(s.timeout)
 	replicas := s.replicas(m.Key)
 	w, fx := coord.StartWrite(m, level, replicas, s.policy)
 	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
@@ -103,21 +106,27 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 		select {
 		case r := <-results:
 			reply, done = s.runWrite(ctx, w.OnResponse(r.from, r.err), results)
-		case <-ctx.Done():
+		case <-timer.C:
 			reply, done = s.runWrite(ctx, w.OnTimeout(), results)
 		}
 	}
-	go func() { // the rest of the replicas' answers, for hints
-		defer cancel()
+	finish := func() {
 		for !w.Done() {
 			select {
 			case r := <-results:
 				s.runWrite(ctx, w.OnResponse(r.from, r.err), results)
-			case <-ctx.Done():
+			case <-timer.C: // not yet fired: OnTimeout leaves nothing pending
 				s.runWrite(ctx, w.OnTimeout(), results)
 			}
 		}
-	}()
+		putTimer(timer)
+		ctx.Release()
+	}
+	if w.Done() {
+		finish()
+	} else {
+		go finish() // the rest of the replicas' answers, for hints
+	}
 	return reply.Err
 }
 
@@ -189,12 +198,14 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	start := time.Now()
 	defer func() { s.metrics.request("read", start, err) }()
 	key = append([]byte(nil), key...)
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx := lazyctx.WithDeadline(context.Background(), start.Add(s.timeout))
+	timer := getTimer(s.timeout)
+	defer putTimer(timer)
 	replicas := s.replicas(key)
 	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
 	// At most a digest read, a data read and a repair per replica: sends never block,
 	// whenever the read stops listening.
-	run := &readRun{s: s, ctx: ctx, key: key, results: make(chan readResult, 3*len(replicas))}
+	run := newReadRun(s, ctx, key, 3*len(replicas))
 	reply, done := run.effects(fx)
 	for !done {
 		select {
@@ -205,21 +216,52 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 			} else {
 				reply, done = run.effects(rd.OnResponse(r.from, r.resp))
 			}
-		case <-ctx.Done():
+		case <-timer.C:
 			reply, done = run.effects(rd.OnTimeout())
 		}
 	}
 	if run.out == 0 {
-		cancel()
+		ctx.Release()
+		readRuns.Put(run) // nothing will send on its channel any more
 	} else {
-		// Background read repairs (or answers no longer needed) run until the request's
-		// deadline; then ctx is released.
-		time.AfterFunc(time.Until(start.Add(s.timeout)), cancel)
+		// Background read repairs (or answers no longer needed) may use ctx until the
+		// request's deadline.
+		time.AfterFunc(time.Until(start.Add(s.timeout)), ctx.Release)
 	}
 	if reply.Err != nil {
 		return row.Row{}, false, reply.Err
 	}
 	return reply.Row, reply.Found, nil
+}
+
+// timers recycles the timers that bound requests: a request's timer rarely fires, and a
+// stopped timer can be reset for the next one (since Go 1.23 Stop leaves nothing in C).
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
+// readRuns recycles readRuns (and their channels) of reads that ended with no answer
+// outstanding.
+var readRuns sync.Pool
+
+func newReadRun(s *clusterStore, ctx context.Context, key []byte, room int) *readRun {
+	run, _ := readRuns.Get().(*readRun)
+	if run == nil || cap(run.results) < room {
+		run = &readRun{results: make(chan readResult, room)}
+	}
+	run.s, run.ctx, run.key, run.out = s, ctx, key, 0
+	return run
 }
 
 // readRun carries out one read's effects.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kuradb/kura/internal/lazyctx"
 )
 
 // maxIdleWorkers bounds the handler goroutines a connection keeps waiting for requests.
@@ -197,9 +199,10 @@ func (sc *serverConn) handle(f Frame) {
 	defer sc.handlers.Done()
 	ctx := sc.ctx
 	if f.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.Timeout)
-		defer cancel()
+		// Lazy: most handlers finish long before the deadline and never wait on Done.
+		lc := lazyctx.WithDeadline(ctx, time.Now().Add(f.Timeout))
+		defer lc.Release()
+		ctx = lc
 	}
 	resp, err := sc.invoke(ctx, f)
 	if err == nil && len(resp) > sc.s.cfg.MaxPayloadBytes {
