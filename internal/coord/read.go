@@ -27,6 +27,18 @@ func Digest(r row.Row, found bool) uint64 {
 	return sum
 }
 
+// emptyRowDigest is the digest of a row not found.
+var emptyRowDigest = Digest(row.Row{}, false)
+
+// DigestEncoded is Digest of a row given as its encoding (row.AppendEncode), or of no row
+// when found is false.
+func DigestEncoded(enc []byte, found bool) uint64 {
+	if !found {
+		return emptyRowDigest
+	}
+	return xxhash.Sum64(enc)
+}
+
 // digestBuffers holds the encodings Digest hashes; a buffer that grew past
 // maxPooledDigestBuffer for a large row is left to the garbage collector.
 var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}

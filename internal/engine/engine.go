@@ -124,12 +124,14 @@ type Iterator interface {
 	Close() error
 }
 
-// Viewer is an optional Engine capability: lending a row instead of copying it, for
-// callers that only look at it (a replica computing a read's digest).
+// Viewer is an optional Engine capability: lending a row's encoding instead of copying
+// and decoding the row, for callers that only hash it (a replica computing a read's
+// digest).
 type Viewer interface {
-	// View calls fn with what Get would return for key. The row may be the engine's own:
-	// fn must not modify it, nor keep it or anything in it after returning.
-	View(key []byte, fn func(r row.Row, found bool)) error
+	// View calls fn with row.AppendEncode of what Get would return for key (nil when Get
+	// would find nothing). The bytes may be the engine's own: fn must not modify them, nor
+	// keep them after returning.
+	View(key []byte, fn func(enc []byte, found bool)) error
 }
 
 // Stats are an engine's current sizes.

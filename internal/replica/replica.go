@@ -75,8 +75,8 @@ func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
 	if v, ok := h.Engine.(engine.Viewer); ok && digest {
 		// A digest needs only a look at the row: no copy.
 		var resp wire.ReadResponse
-		err := v.View(ring.EngineKey(key), func(r row.Row, found bool) {
-			resp.Found, resp.Digest = found, coord.Digest(r, found)
+		err := v.View(ring.EngineKey(key), func(enc []byte, found bool) {
+			resp.Found, resp.Digest = found, coord.DigestEncoded(enc, found)
 		})
 		if err != nil {
 			return wire.ReadResponse{}, fmt.Errorf("replica: %w", err)

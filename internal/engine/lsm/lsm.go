@@ -287,7 +287,16 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	if err != nil || !e.found {
 		return row.Row{}, false, err
 	}
-	return db.readView(e.row.Clone(), db.opts.Clock()) // the cache's row is shared
+	return db.decodeCached(key, e)
+}
+
+// decodeCached decodes a private copy of e's row and applies the read-time view.
+func (db *DB) decodeCached(key []byte, e *rowCacheEntry) (row.Row, bool, error) {
+	r, err := row.Decode(bytes.Clone(e.enc))
+	if err != nil { // we encoded it: only a bug gets here
+		return row.Row{}, false, fmt.Errorf("lsm: get %q: row cache: %w", key, err)
+	}
+	return db.readView(r, db.opts.Clock())
 }
 
 // cached returns key's row cache entry, reading pebble and filling the cache on a miss.
@@ -301,16 +310,16 @@ func (db *DB) cached(key []byte) (*rowCacheEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.rows.put(key, gen, r, found), nil
+	return db.rows.put(key, gen, &r, found), nil
 }
 
-// View implements engine.Viewer: a row in the row cache that the read-time purge would
-// leave as it is (no tombstones, nothing expiring) is lent without a copy.
-func (db *DB) View(key []byte, fn func(r row.Row, found bool)) error {
+// View implements engine.Viewer: the encoding of a row in the row cache that the
+// read-time purge would leave as it is (no tombstones, nothing expiring) is lent as it is.
+func (db *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 	if db.rows == nil {
 		r, found, err := db.Get(key)
 		if err == nil {
-			fn(r, found)
+			fn(encodeFound(&r, found), found)
 		}
 		return err
 	}
@@ -323,17 +332,25 @@ func (db *DB) View(key []byte, fn func(r row.Row, found bool)) error {
 	case err != nil:
 		return err
 	case !e.found:
-		fn(row.Row{}, false)
+		fn(nil, false)
 	case e.plain:
-		fn(e.row, !e.row.IsEmpty())
+		fn(e.enc, true)
 	default:
-		r, found, err := db.readView(e.row.Clone(), db.opts.Clock())
+		r, found, err := db.decodeCached(key, e)
 		if err != nil {
 			return err
 		}
-		fn(r, found)
+		fn(encodeFound(&r, found), found)
 	}
 	return nil
+}
+
+// encodeFound is r's encoding, or nil when it was not found.
+func encodeFound(r *row.Row, found bool) []byte {
+	if !found {
+		return nil
+	}
+	return row.Encode(r)
 }
 
 // getStored returns the row stored under key, merged but not purged, as a private copy.

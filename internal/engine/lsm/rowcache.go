@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/kuradb/kura/internal/row"
 )
@@ -14,11 +13,9 @@ const DefaultRowCacheBytes = 32 << 20
 
 const (
 	rowCacheShards = 64
-	// rowCacheEntryOverhead approximates an entry's memory beyond its key and cells (the
-	// entry, its map slot and its clock slot); each cell is charged its header besides its
-	// name and value.
+	// rowCacheEntryOverhead approximates an entry's memory beyond its key and encoding:
+	// the entry, its map slot and its clock slot.
 	rowCacheEntryOverhead = 160
-	rowCacheCellOverhead  = int64(unsafe.Sizeof(row.Cell{}))
 )
 
 // rowCache keeps the decoded, merged rows of keys read recently, in front of pebble.
@@ -38,6 +35,11 @@ const (
 // drop the insert. So the cache never holds a row older than what pebble would return.
 // Rows are cached as stored, before the read-time purge; Get purges a copy at the time of
 // the read, so a cached row's cells still expire on time.
+//
+// Entries hold the row's encoding (row.AppendEncode), not the decoded row: a byte slice
+// the garbage collector need not scan (a cache of decoded rows is a heap of small
+// pointers that every collection walks), and a replica computing a digest hashes it as
+// it is. Get decodes a private copy, which costs what copying a decoded row would.
 //
 // Eviction is CLOCK per shard, by an estimate of each entry's memory.
 type rowCache struct {
@@ -59,9 +61,9 @@ type rowCacheShard struct {
 
 type rowCacheEntry struct {
 	key   string
-	row   row.Row // never modified once cached; readers clone it
-	found bool
-	plain bool // no tombstones and no expiring cells: the read-time purge leaves it as is
+	enc   []byte // the row's encoding; never modified once cached; nil when not found
+	found bool   // a row with something in it is stored
+	plain bool   // no tombstones and no expiring cells: the read-time purge leaves it as is
 	size  int64
 	ref   bool // read since the hand last passed
 	idx   int  // position in clock
@@ -100,16 +102,17 @@ func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
 
 // put caches r as key's row, read from pebble after get returned gen, unless the shard
 // was invalidated since or the row is too large to be worth a slot. It returns the entry
-// for r whether or not it was cached. The cache keeps r: the caller must not modify it
-// afterwards.
-func (c *rowCache) put(key []byte, gen uint64, r row.Row, found bool) *rowCacheEntry {
-	e := &rowCacheEntry{key: string(key), row: r, found: found, plain: r.Deleted == 0,
-		size: int64(rowCacheEntryOverhead + len(key))}
-	for i := range r.Cells {
-		c := &r.Cells[i]
-		e.size += rowCacheCellOverhead + int64(len(c.Name)+len(c.Value))
-		e.plain = e.plain && !c.Tombstone && c.ExpiresAt == 0
+// for r whether or not it was cached. An empty row is cached as not found, which is what
+// Get makes of it.
+func (c *rowCache) put(key []byte, gen uint64, r *row.Row, found bool) *rowCacheEntry {
+	e := &rowCacheEntry{key: string(key), found: found && !r.IsEmpty(), plain: r.Deleted == 0}
+	if e.found {
+		e.enc = row.AppendEncode(make([]byte, 0, row.EncodedSize(r)), r)
+		for i := range r.Cells {
+			e.plain = e.plain && !r.Cells[i].Tombstone && r.Cells[i].ExpiresAt == 0
+		}
 	}
+	e.size = int64(rowCacheEntryOverhead + len(key) + len(e.enc))
 	s := c.shard(key)
 	if e.size > s.limit/4 {
 		return e
