@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultRowCacheBytes is the row cache's default capacity.
-const DefaultRowCacheBytes = 32 << 20
+const DefaultRowCacheBytes = 64 << 20
 
 const (
 	rowCacheShards = 64
