@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -38,6 +39,7 @@ type benchFlags struct {
 	seed        int64
 	progress    string
 	plots       bool
+	cpuProfile  string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -97,6 +99,7 @@ func newBenchPhaseCmd(phase string) *cobra.Command {
 	fl.Int64Var(&f.seed, "seed", 0, "random seed; 0 picks one from the clock (recorded in the result)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress output: auto (a live line on a terminal, periodic lines otherwise), live, lines, none")
 	fl.BoolVar(&f.plots, "plots", true, "write PNG and SVG plots next to the results")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the client (warm-up included) to this file, to tell whether the client is the bottleneck")
 	return cmd
 }
 
@@ -121,6 +124,17 @@ func runBenchPhase(ctx context.Context, stdout, stderr io.Writer, phase string, 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, runErr := bench.Run(ctx, cfg)
 	if res == nil {
 		return runErr

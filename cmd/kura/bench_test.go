@@ -84,3 +84,16 @@ func TestBenchNoopTargetMeasuresTheClientAlone(t *testing.T) {
 		t.Errorf("noop output:\n%s", out)
 	}
 }
+
+func TestBenchWritesTheClientsCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "client.pprof")
+	benchCmd(t, true, "run", "--target", "noop", "-w", "ping", "--operations", "20000",
+		"--threads", "2", "--progress", "none", "--plots=false", "--out", t.TempDir(), "--cpu-profile", prof)
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // pprof profiles are gzipped protobufs
+		t.Fatalf("%s is not a pprof profile: %d bytes", prof, len(b))
+	}
+}
