@@ -5,7 +5,8 @@
 #
 #   scripts/bench-cluster.sh [OUT]        (default OUT: bench-results/cluster)
 #
-# Environment: RECORDS (100000), THREADS (16), RUN (20s), WARMUP (5s), BASE_PORT (26380).
+# Environment: RECORDS (100000), THREADS (16), RUN (20s), WARMUP (5s), BASE_PORT (26380),
+# SERVER_FLAGS (extra flags for every node, e.g. "--lsm-row-cache-bytes=268435456").
 # Client connections are spread over the three nodes, so every node coordinates a third of
 # the requests. RSS of every node is sampled in the middle of each run.
 set -euo pipefail
@@ -16,6 +17,8 @@ THREADS=${THREADS:-16}
 RUN=${RUN:-20s}
 WARMUP=${WARMUP:-5s}
 BASE=${BASE_PORT:-26380}
+DEV_FLAGS=()
+for flag in ${SERVER_FLAGS:-}; do DEV_FLAGS+=("--server-flag=$flag"); done
 WORK=$(mktemp -d /tmp/kura-cluster.XXXXXX)
 DEV_PID=""
 cleanup() {
@@ -28,14 +31,14 @@ go build -o "$WORK/kura" ./cmd/kura
 KURA=$WORK/kura
 rm -rf "$OUT"
 mkdir -p "$OUT"
-"$KURA" dev --hosts 3 --engines lsm --data-dir "$WORK/data" --base-port "$BASE" >"$WORK/dev.out" 2>&1 &
+"$KURA" dev --hosts 3 --engines lsm --data-dir "$WORK/data" --base-port "$BASE" ${DEV_FLAGS[@]+"${DEV_FLAGS[@]}"} >"$WORK/dev.out" 2>&1 &
 DEV_PID=$!
 for _ in $(seq 120); do grep -q "Ctrl-C stops" "$WORK/dev.out" && break; sleep 0.5; done
 grep -q "Ctrl-C stops" "$WORK/dev.out" || { FAILED=1; cat "$WORK/dev.out" >&2; exit 1; }
 PIDS=$(grep -o 'pid [0-9]*' "$WORK/dev.out" | awk '{print $2}')
 TARGET="resp://127.0.0.1:$BASE,127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2))"
 
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP cluster=3x lsm RF3 QUORUM" | tee "$OUT/conditions.txt"
+echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP cluster=3x lsm RF3 QUORUM server_flags=${SERVER_FLAGS:-none}" | tee "$OUT/conditions.txt"
 COMMON=(--target "$TARGET" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42 --label kura-3-node-quorum)
 "$KURA" bench load -w read-heavy "${COMMON[@]}" --out "$OUT/load" --plots=false | sed -n 1p
 for w in ping write-only write-heavy read-heavy read-only; do
