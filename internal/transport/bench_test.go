@@ -87,7 +87,7 @@ func kuraPinger(b *testing.B) pinger {
 	return func(ctx context.Context, req []byte) ([]byte, error) { return c.Call(ctx, 1, req) }
 }
 
-func listenLoopback(b *testing.B) net.Listener {
+func listenLoopback(b testing.TB) net.Listener {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -44,11 +44,17 @@
 // it breaks, with exponential backoff and jitter after failures. Many calls are in flight
 // at once, matched to responses by request ID. One writer goroutine per connection drains
 // a bounded send queue into a buffered writer and flushes once per batch, so that small
-// concurrent messages share syscalls; one reader goroutine delivers responses.
+// concurrent messages share syscalls; one reader goroutine delivers responses. Call waits
+// for its response; Go returns at once and the reader hands the response to a callback
+// (a coordinator asking several replicas gets their answers on one channel without a
+// goroutine per call); a sweeper fails Go calls whose deadline passed unanswered.
 //
-// A Server reads each connection in one goroutine, runs each request in its own goroutine
-// (at most ServerConfig.MaxInFlight per connection; at that bound it stops reading, which
-// pushes back through TCP), and writes responses through the same batching writer.
+// A Server reads each connection in one goroutine and hands each request to a handler
+// goroutine (at most ServerConfig.MaxInFlight per connection; at that bound it stops
+// reading, which pushes back through TCP); handler goroutines wait for the next request
+// when done (up to 16 idle), so their stacks, grown by deep handlers, are reused. Each
+// request's deadline becomes a lazy context (package lazyctx) that starts a timer only if
+// the handler waits on it. Responses go through the same batching writer.
 //
 // # Limits and backpressure
 //
@@ -69,8 +75,8 @@
 //
 // # Memory ownership
 //
-// Call copies the request payload before sending it, so the caller may reuse it once Call
-// returns; the response payload Call returns is a fresh slice that the caller owns. A
+// Call and Go copy the request payload before sending it, so the caller may reuse it once
+// they return; the response payload Call returns is a fresh slice that the caller owns. A
 // Handler's request payload is valid only until Handle returns; the slice Handle returns
 // passes to the transport and must not be modified afterwards.
 //

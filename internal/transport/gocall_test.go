@@ -100,3 +100,33 @@ func TestGoCallNeedsADeadline(t *testing.T) {
 		t.Fatal("a Go call without a deadline was accepted")
 	}
 }
+
+// Without a connection Go does not wait for the dial: the call is made once the dial
+// ends, or done gets the dial's failure.
+func TestGoCallDialsWithoutBlockingTheCaller(t *testing.T) {
+	ts := startServer(t, echo, ServerConfig{})
+	c := newClient(t, ts.addr, ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	results := make(chan goResult, 1)
+	req := []byte("first")
+	c.Go(ctx, 3, req, func(resp []byte, err error) { results <- goResult{3, resp, err} })
+	req[0] = 'X' // Go must not keep the caller's buffer past its return
+	r := <-results
+	wantEcho(t, 3, []byte("first"), r.resp, r.err)
+
+	ln := listenLoopback(t)
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there any more
+	dead := newClient(t, addr, ClientConfig{})
+	got := make(chan error, 1)
+	dead.Go(ctx, 1, nil, func(_ []byte, err error) { got <- err })
+	select {
+	case err := <-got:
+		if err == nil {
+			t.Fatal("a call to a closed port succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("done was not called for a peer that refuses connections")
+	}
+}
