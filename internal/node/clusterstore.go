@@ -319,8 +319,12 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 			results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}}
 		case coord.SendWrite:
 			s.metrics.replicaRequest(wire.MethodWrite)
-			err := s.local.Write([]row.Mutation{e.Mutation})
-			results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
+			// In a goroutine: a background repair must not hold the reply back for its
+			// fsync, and a blocking one is waited for through results anyway.
+			go func() {
+				err := s.local.Write([]row.Mutation{e.Mutation})
+				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
+			}()
 		}
 	}
 	return reply, done

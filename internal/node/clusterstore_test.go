@@ -182,3 +182,27 @@ func TestClusterStoreReadRepairsAStaleReplica(t *testing.T) {
 	}
 	eventually(t, "n1 is repaired", func() bool { return c.stored(t, "n1", "k") == "new" })
 }
+
+// With blocking read repair the reply waits for the repair, the coordinator's own replica
+// included: right after the read, n1 holds the newest row.
+func TestClusterStoreBlockingReadRepairIsDoneBeforeTheReply(t *testing.T) {
+	c := newTestCluster(t, coord.Quorum)
+	c.store.repair = coord.RepairBlocking
+	for id, v := range map[ring.NodeID]string{"n1": "old", "n2": "new", "n3": "new"} {
+		ts := int64(2)
+		if v == "old" {
+			ts = 1
+		}
+		p := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{{Key: []byte("k"), Row: cell(v, ts)}}})
+		if _, err := c.handlers[id].Handle(context.Background(), wire.MethodWrite, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, _, err := c.store.Get([]byte("k"))
+	if err != nil || string(r.Cells[0].Value) != "new" {
+		t.Fatalf("read: %v %v, want the newest cell", r, err)
+	}
+	if got := c.stored(t, "n1", "k"); got != "new" {
+		t.Fatalf("n1 holds %q right after a blocking read repair", got)
+	}
+}
