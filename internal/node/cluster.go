@@ -60,6 +60,7 @@ type clusterNode struct {
 	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
 	peersMu sync.Mutex
 	peers   map[ring.NodeID]*transport.Client
+	retired transport.Stats // what clients replaced in peers had written
 
 	changed chan struct{}
 	stop    chan struct{}
@@ -87,6 +88,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 		return nil, err
 	}
 	c.metrics = newClusterMetrics(reg, c.hints)
+	reg.MustRegister(internodeCollector{c})
 	if err := c.startServer(); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -312,6 +314,9 @@ func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
 		return cl, nil
 	} else if ok {
 		cl.Close() // the member moved
+		s := cl.Stats()
+		c.retired.FramesWritten += s.FramesWritten // the counters stay monotonic
+		c.retired.Flushes += s.Flushes
 	}
 	cl, err := transport.NewClient(m.InternodeAddr, transport.ClientConfig{})
 	if err != nil {

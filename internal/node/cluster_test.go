@@ -147,13 +147,17 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	metrics, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
 	for _, want := range []string{`kura_coordinator_requests_total{op="write",result="ok"}`,
-		"kura_hints_stored_total", "kura_hints_replayed_total", `kura_replica_requests_total{method="write"}`} {
+		"kura_hints_stored_total", "kura_hints_replayed_total", `kura_replica_requests_total{method="write"}`,
+		`kura_internode_frames_written_total{side="client"}`, `kura_internode_flushes_total{side="server"}`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 	if strings.Contains(string(metrics), "kura_hints_replayed_total 0\n") {
 		t.Error("no hint counted as replayed")
+	}
+	if strings.Contains(string(metrics), `kura_internode_frames_written_total{side="client"} 0`+"\n") {
+		t.Error("no internode request counted as written")
 	}
 	// Every replica answers at ALL now, on a connection that asked for it.
 	conn := c2.Conn()

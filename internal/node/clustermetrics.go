@@ -9,6 +9,7 @@ import (
 
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/transport"
 	"github.com/kuradb/kura/internal/wire"
 )
 
@@ -58,6 +59,42 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store) *clusterMet
 	m.replicaOther = m.replica.WithLabelValues("other")
 	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending)
 	return m
+}
+
+// internodeCollector exports, at scrape time, what the internode transport wrote: frames
+// and flushes of this node's requests to peers (side "client") and of its responses to
+// them (side "server"). Frames per flush is the write coalescing.
+type internodeCollector struct{ c *clusterNode }
+
+var (
+	internodeFrames = prometheus.NewDesc("kura_internode_frames_written_total",
+		"Internode frames written: requests to peers (side=client), responses to them (side=server).", []string{"side"}, nil)
+	internodeFlushes = prometheus.NewDesc("kura_internode_flushes_total",
+		"Internode write batches flushed to the socket; frames over flushes is the write coalescing.", []string{"side"}, nil)
+)
+
+func (ic internodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- internodeFrames
+	ch <- internodeFlushes
+}
+
+func (ic internodeCollector) Collect(ch chan<- prometheus.Metric) {
+	var server transport.Stats
+	ic.c.peersMu.Lock()
+	client := ic.c.retired
+	for _, p := range ic.c.peers {
+		s := p.Stats()
+		client.FramesWritten += s.FramesWritten
+		client.Flushes += s.Flushes
+	}
+	ic.c.peersMu.Unlock()
+	if ic.c.server != nil {
+		server = ic.c.server.Stats()
+	}
+	for side, s := range map[string]transport.Stats{"client": client, "server": server} {
+		ch <- prometheus.MustNewConstMetric(internodeFrames, prometheus.CounterValue, float64(s.FramesWritten), side)
+		ch <- prometheus.MustNewConstMetric(internodeFlushes, prometheus.CounterValue, float64(s.Flushes), side)
+	}
 }
 
 // request records one coordinated request.

@@ -99,7 +99,12 @@ type Client struct {
 	attempts int           // consecutive failures, for the backoff
 	nextDial time.Time     // no dial before this
 	lastErr  error         // why the last connection or dial failed
+
+	counts writeCounters
 }
+
+// Stats returns what the client's connections wrote (requests).
+func (c *Client) Stats() Stats { return c.counts.stats() }
 
 // NewClient returns a client for the peer at addr. It does not dial until the first Call.
 func NewClient(addr string, cfg ClientConfig) (*Client, error) {

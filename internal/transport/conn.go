@@ -59,7 +59,7 @@ func newClientConn(c *Client, nc net.Conn) *clientConn {
 		dead:     make(chan struct{}),
 		pending:  make(map[uint64]*call),
 	}
-	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, cn.fail)
+	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, &c.counts, cn.fail)
 	return cn
 }
 

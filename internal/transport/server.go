@@ -100,7 +100,12 @@ type Server struct {
 	ln    net.Listener
 	conns map[*serverConn]struct{}
 	wg    sync.WaitGroup // the accept loop and every connection
+
+	counts writeCounters
 }
+
+// Stats returns what the server's connections wrote (responses).
+func (s *Server) Stats() Stats { return s.counts.stats() }
 
 // NewServer returns a server for h; it does not listen until Serve.
 func NewServer(h Handler, cfg ServerConfig) (*Server, error) {

@@ -54,7 +54,7 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 	}
 	// The queue has room for one response per slot, so a handler never waits to queue its
 	// response, even when the writer has died.
-	sc.w = newFrameWriter(nc, s.cfg.MaxInFlight, sc.dead, sc.slots, func(err error) {
+	sc.w = newFrameWriter(nc, s.cfg.MaxInFlight, sc.dead, sc.slots, &s.counts, func(err error) {
 		sc.s.log.Debug("transport: write failed", "remote", sc.nc.RemoteAddr().String(), "err", err)
 		sc.abort()
 	})

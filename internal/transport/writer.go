@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Write-path tuning; not configuration because no deployment needs other values.
@@ -19,6 +20,23 @@ const (
 	// are left to the garbage collector so a rare large request does not pin its memory.
 	maxPooledPayloadBytes = 64 << 10
 )
+
+// Stats counts what a Client's or a Server's connections wrote, over their lifetime.
+// Frames / Flushes is the write coalescing achieved: how many frames shared a syscall
+// (a flush of more than the write buffer takes more than one).
+type Stats struct {
+	FramesWritten uint64
+	Flushes       uint64
+}
+
+// writeCounters accumulate Stats for the writers of one Client or Server.
+type writeCounters struct {
+	frames, flushes atomic.Uint64
+}
+
+func (c *writeCounters) stats() Stats {
+	return Stats{FramesWritten: c.frames.Load(), Flushes: c.flushes.Load()}
+}
 
 // outFrame is a frame waiting for the connection's writer.
 type outFrame struct {
@@ -56,11 +74,13 @@ type frameWriter struct {
 	slots   chan struct{}   // server only: one token per in-flight request
 	onError func(error)     // called once if a write fails; the writer then exits
 	done    chan struct{}   // closed when run returns
+	counts  *writeCounters
 	hdr     [HeaderSize]byte
 }
 
-func newFrameWriter(w io.Writer, depth int, abort <-chan struct{}, slots chan struct{}, onError func(error)) *frameWriter {
+func newFrameWriter(w io.Writer, depth int, abort <-chan struct{}, slots chan struct{}, counts *writeCounters, onError func(error)) *frameWriter {
 	return &frameWriter{
+		counts:  counts,
 		bw:      bufio.NewWriterSize(w, writeBufferBytes),
 		q:       make(chan outFrame, depth),
 		stop:    make(chan struct{}),
@@ -96,7 +116,7 @@ func (w *frameWriter) run() {
 // writeBatch writes first and whatever else is queued (up to maxBatchFrames), then
 // flushes.
 func (w *frameWriter) writeBatch(first outFrame) error {
-	slots := 0
+	slots, frames := 0, 1
 	err := w.write(first, &slots)
 	if len(w.q) == 0 {
 		// Yield once before draining. The writer was woken by the first enqueue and the
@@ -112,6 +132,7 @@ batch:
 		select {
 		case f := <-w.q:
 			err = w.write(f, &slots)
+			frames++
 		default:
 			break batch
 		}
@@ -119,6 +140,8 @@ batch:
 	if err == nil {
 		err = w.bw.Flush()
 	}
+	w.counts.frames.Add(uint64(frames))
+	w.counts.flushes.Add(1)
 	for range slots {
 		<-w.slots
 	}
