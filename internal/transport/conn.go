@@ -85,18 +85,8 @@ func (o *overloadTimer) stop() {
 func (cn *clientConn) call(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
 	wait := overloadTimer{d: cn.c.cfg.QueueWait}
 	defer wait.stop()
-	select {
-	case cn.inflight <- struct{}{}:
-	default:
-		select {
-		case cn.inflight <- struct{}{}:
-		case <-ctx.Done():
-			return nil, cn.ctxErr(ctx, method)
-		case <-wait.C():
-			return nil, fmt.Errorf("transport: call %d to %s: %w: %d calls in flight", method, cn.c.addr, ErrOverloaded, cap(cn.inflight))
-		case <-cn.dead:
-			return nil, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
-		}
+	if err := cn.acquire(ctx, method, &wait); err != nil {
+		return nil, err
 	}
 	r := cn.roundTrip(ctx, method, payload, &wait)
 	<-cn.inflight
@@ -113,40 +103,14 @@ func (cn *clientConn) roundTrip(ctx context.Context, method uint16, payload []by
 		}
 	}
 	cl := callPool.Get().(*call)
-	cn.mu.Lock()
-	if cn.pending == nil {
-		cn.mu.Unlock()
+	id, err := cn.register(cl, method)
+	if err != nil {
 		callPool.Put(cl)
-		return result{err: fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)}
+		return result{err: err}
 	}
-	cn.nextID++
-	id := cn.nextID
-	cn.pending[id] = cl
-	cn.mu.Unlock()
-
-	var f outFrame
-	putHeader(f.hdr[:], TypeRequest, method, id, timeout, len(payload))
-	f.payload, f.pooled = copyPayload(payload)
-	select {
-	case cn.w.q <- f:
-	default:
-		var err error
-		select {
-		case cn.w.q <- f:
-		case <-ctx.Done():
-			err = cn.ctxErr(ctx, method)
-		case <-wait.C():
-			err = fmt.Errorf("transport: call %d to %s: %w: send queue of %d frames full", method, cn.c.addr, ErrOverloaded, cap(cn.w.q))
-		case <-cn.dead:
-			err = fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
-		}
-		if err != nil {
-			if f.pooled != nil {
-				payloadPool.Put(f.pooled)
-			}
-			cn.abandon(id, cl)
-			return result{err: err}
-		}
+	if err := cn.enqueue(ctx, method, id, timeout, payload, wait); err != nil {
+		cn.abandon(id, cl)
+		return result{err: err}
 	}
 	select {
 	case r := <-cl.ch:
@@ -156,6 +120,65 @@ func (cn *clientConn) roundTrip(ctx context.Context, method uint16, payload []by
 		cn.abandon(id, cl)
 		return result{err: cn.ctxErr(ctx, method)}
 	}
+}
+
+// acquire takes an in-flight slot, waiting within the QueueWait budget.
+func (cn *clientConn) acquire(ctx context.Context, method uint16, wait *overloadTimer) error {
+	select {
+	case cn.inflight <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case cn.inflight <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return cn.ctxErr(ctx, method)
+	case <-wait.C():
+		return fmt.Errorf("transport: call %d to %s: %w: %d calls in flight", method, cn.c.addr, ErrOverloaded, cap(cn.inflight))
+	case <-cn.dead:
+		return fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
+	}
+}
+
+// register makes cl pending under a new request ID.
+func (cn *clientConn) register(cl *call, method uint16) (uint64, error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.pending == nil {
+		return 0, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
+	}
+	cn.nextID++
+	cn.pending[cn.nextID] = cl
+	return cn.nextID, nil
+}
+
+// enqueue queues request id for the writer (with a copy of payload), waiting within the
+// QueueWait budget for room. When it fails nothing was queued; the call is still pending.
+func (cn *clientConn) enqueue(ctx context.Context, method uint16, id uint64, timeout time.Duration, payload []byte, wait *overloadTimer) error {
+	var f outFrame
+	putHeader(f.hdr[:], TypeRequest, method, id, timeout, len(payload))
+	f.payload, f.pooled = copyPayload(payload)
+	select {
+	case cn.w.q <- f:
+		return nil
+	default:
+	}
+	var err error
+	select {
+	case cn.w.q <- f:
+		return nil
+	case <-ctx.Done():
+		err = cn.ctxErr(ctx, method)
+	case <-wait.C():
+		err = fmt.Errorf("transport: call %d to %s: %w: send queue of %d frames full", method, cn.c.addr, ErrOverloaded, cap(cn.w.q))
+	case <-cn.dead:
+		err = fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
+	}
+	if f.pooled != nil {
+		payloadPool.Put(f.pooled)
+	}
+	return err
 }
 
 func (cn *clientConn) ctxErr(ctx context.Context, method uint16) error {
@@ -269,21 +292,9 @@ func (cn *clientConn) goCall(ctx context.Context, method uint16, payload []byte,
 	}
 	wait := overloadTimer{d: cn.c.cfg.QueueWait}
 	defer wait.stop()
-	select {
-	case cn.inflight <- struct{}{}:
-	default:
-		select {
-		case cn.inflight <- struct{}{}:
-		case <-ctx.Done():
-			done(nil, cn.ctxErr(ctx, method))
-			return
-		case <-wait.C():
-			done(nil, fmt.Errorf("transport: call %d to %s: %w: %d calls in flight", method, cn.c.addr, ErrOverloaded, cap(cn.inflight)))
-			return
-		case <-cn.dead:
-			done(nil, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable))
-			return
-		}
+	if err := cn.acquire(ctx, method, &wait); err != nil {
+		done(nil, err)
+		return
 	}
 	timeout := time.Until(dl)
 	if timeout <= 0 {
@@ -292,48 +303,21 @@ func (cn *clientConn) goCall(ctx context.Context, method uint16, payload []byte,
 		return
 	}
 	cl := &call{done: done, deadline: dl}
-	cn.mu.Lock()
-	if cn.pending == nil {
+	id, err := cn.register(cl, method)
+	if err == nil {
+		if err = cn.enqueue(ctx, method, id, timeout, payload, &wait); err == nil {
+			return
+		}
+		cn.mu.Lock()
+		mine := cn.pending != nil && cn.pending[id] == cl
+		if mine {
+			delete(cn.pending, id)
+		}
 		cn.mu.Unlock()
-		<-cn.inflight
-		done(nil, fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable))
-		return
+		if !mine { // the reader, fail or the sweeper took it and delivers
+			return
+		}
 	}
-	cn.nextID++
-	id := cn.nextID
-	cn.pending[id] = cl
-	cn.mu.Unlock()
-
-	var f outFrame
-	putHeader(f.hdr[:], TypeRequest, method, id, timeout, len(payload))
-	f.payload, f.pooled = copyPayload(payload)
-	select {
-	case cn.w.q <- f:
-		return
-	default:
-	}
-	var err error
-	select {
-	case cn.w.q <- f:
-		return
-	case <-ctx.Done():
-		err = cn.ctxErr(ctx, method)
-	case <-wait.C():
-		err = fmt.Errorf("transport: call %d to %s: %w: send queue of %d frames full", method, cn.c.addr, ErrOverloaded, cap(cn.w.q))
-	case <-cn.dead:
-		err = fmt.Errorf("transport: call %d to %s: %w: connection closed", method, cn.c.addr, ErrUnreachable)
-	}
-	if f.pooled != nil {
-		payloadPool.Put(f.pooled)
-	}
-	cn.mu.Lock()
-	mine := cn.pending != nil && cn.pending[id] == cl
-	if mine {
-		delete(cn.pending, id)
-	}
-	cn.mu.Unlock()
-	if mine { // else the reader, fail or the sweeper took it and delivers
-		<-cn.inflight
-		done(nil, err)
-	}
+	<-cn.inflight
+	done(nil, err)
 }
