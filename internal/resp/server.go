@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/kuradb/kura/internal/accept"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Close, as net/http does.
@@ -29,8 +31,6 @@ const (
 	closeWriteGrace = 5 * time.Second
 	// rejectWriteTimeout bounds the write of "max number of clients reached".
 	rejectWriteTimeout = time.Second
-	// maxAcceptBackoff caps the pause after temporary accept errors (out of descriptors).
-	maxAcceptBackoff = time.Second
 	// bigCommandBytes marks a command after which the connection replaces its reader:
 	// redcon's reader keeps the capacity its buffer grew to, so one large SET would pin
 	// twice its size for the life of the connection.
@@ -112,36 +112,15 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) acceptLoop(ln net.Listener) error {
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.closing.Load() {
-				return ErrServerClosed
-			}
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() && !isTemporary(err) {
-				return fmt.Errorf("resp: accept: %w", err)
-			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
-			select {
-			case <-time.After(backoff):
-			case <-s.done:
-			}
-			continue
-		}
-		backoff = 0
+	err := accept.Loop(ln, s.closing.Load, s.done, func(nc net.Conn) {
 		if s.admit(nc) {
 			go s.serveConn(nc)
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("resp: accept: %w", err)
 	}
-}
-
-// isTemporary recognises accept errors worth retrying (EMFILE, ENFILE, ECONNABORTED...),
-// which net reports through the deprecated Temporary method.
-func isTemporary(err error) bool {
-	var t interface{ Temporary() bool }
-	return errors.As(err, &t) && t.Temporary()
+	return ErrServerClosed
 }
 
 // admit registers a new connection, or refuses it when closing or at MaxConnections.

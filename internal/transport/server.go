@@ -10,10 +10,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/kuradb/kura/internal/accept"
 )
 
-// Handler answers requests. Handle is called concurrently, from one goroutine per
+// Handler answers requests. Handle is called concurrently, in one goroutine per request
 // request, with ctx carrying the caller's deadline (if it sent one) and canceled when the
 // connection breaks or the server is closed.
 //
@@ -80,13 +81,11 @@ const (
 	// maxErrorMessageBytes truncates the message of an error frame, so that a handler's
 	// long error text can neither exceed the caller's payload limit nor flood it.
 	maxErrorMessageBytes = 4 << 10
-	// maxAcceptBackoff caps the pause after temporary accept errors (out of descriptors).
-	maxAcceptBackoff = time.Second
 )
 
-// Server serves a Handler on a listener: one reader goroutine per connection, one
-// goroutine per request (at most MaxInFlight per connection) and one writer per connection
-// that batches responses.
+// Server serves a Handler on a listener: one reader goroutine per connection, handler
+// goroutines (one per request in flight, at most MaxInFlight per connection, reused) and
+// one writer per connection that batches responses.
 type Server struct {
 	h       Handler
 	cfg     ServerConfig
@@ -146,29 +145,15 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.closing.Load() {
-				return ErrClosed
-			}
-			var te interface{ Temporary() bool }
-			if !errors.As(err, &te) || !te.Temporary() {
-				return fmt.Errorf("transport: accept: %w", err)
-			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
-			select {
-			case <-time.After(backoff):
-			case <-s.done:
-			}
-			continue
-		}
-		backoff = 0
+	err := accept.Loop(ln, s.closing.Load, s.done, func(nc net.Conn) {
 		if sc := s.admit(nc); sc != nil {
 			go sc.serve()
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("transport: accept: %w", err)
 	}
+	return ErrClosed
 }
 
 // admit registers a new connection, or closes it when closing or at MaxConnections.

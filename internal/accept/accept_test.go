@@ -1,0 +1,79 @@
+package accept
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// script is a listener that returns a fixed sequence of results from Accept.
+type script struct {
+	net.Listener
+	steps []func() (net.Conn, error)
+	times []time.Time
+}
+
+func (s *script) Accept() (net.Conn, error) {
+	s.times = append(s.times, time.Now())
+	step := s.steps[0]
+	s.steps = s.steps[1:]
+	return step()
+}
+
+type tempErr struct{}
+
+func (tempErr) Error() string   { return "too many open files" }
+func (tempErr) Temporary() bool { return true }
+func (tempErr) Timeout() bool   { return false }
+
+func TestLoopRetriesTemporaryErrorsWithGrowingPausesAndStopsOnOthers(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	fail := errors.New("listener broken")
+	ln := &script{steps: []func() (net.Conn, error){
+		func() (net.Conn, error) { return nil, &net.OpError{Op: "accept", Err: tempErr{}} },
+		func() (net.Conn, error) { return nil, tempErr{} },
+		func() (net.Conn, error) { return c1, nil },
+		func() (net.Conn, error) { return nil, fail },
+	}}
+	var handled []net.Conn
+	err := Loop(ln, func() bool { return false }, nil, func(nc net.Conn) { handled = append(handled, nc) })
+	if !errors.Is(err, fail) {
+		t.Fatalf("Loop returned %v, want the permanent error", err)
+	}
+	if len(handled) != 1 || handled[0] != c1 {
+		t.Fatalf("handled %v, want the one connection", handled)
+	}
+	if p1, p2 := ln.times[1].Sub(ln.times[0]), ln.times[2].Sub(ln.times[1]); p1 < FirstBackoff || p2 < 2*FirstBackoff {
+		t.Fatalf("pauses %v then %v, want at least %v then %v", p1, p2, FirstBackoff, 2*FirstBackoff)
+	}
+}
+
+func TestLoopEndsQuietlyWhenClosingAndDoneCutsThePause(t *testing.T) {
+	done := make(chan struct{})
+	closing := false
+	ln := &script{steps: []func() (net.Conn, error){
+		func() (net.Conn, error) { close(done); return nil, tempErr{} }, // the pause would be 5 ms; done ends it
+		func() (net.Conn, error) { closing = true; return nil, net.ErrClosed },
+	}}
+	if err := Loop(ln, func() bool { return closing }, done, func(net.Conn) {}); err != nil {
+		t.Fatalf("Loop returned %v after the server closed its listener", err)
+	}
+}
+
+func TestTemporary(t *testing.T) {
+	for err, want := range map[error]bool{
+		tempErr{}:                    true,
+		&net.OpError{Err: tempErr{}}: true,
+		syscall.EMFILE:               true,
+		net.ErrClosed:                false,
+		errors.New("other"):          false,
+	} {
+		if got := Temporary(err); got != want {
+			t.Errorf("Temporary(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
