@@ -15,7 +15,7 @@ import (
 )
 
 // Handler answers requests. Handle is called concurrently, in one goroutine per request
-// request, with ctx carrying the caller's deadline (if it sent one) and canceled when the
+// in flight, with ctx carrying the caller's deadline (if it sent one) and canceled when the
 // connection breaks or the server is closed.
 //
 // payload is valid only until Handle returns: the server may reuse its memory, so a handler
