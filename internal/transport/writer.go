@@ -137,11 +137,13 @@ batch:
 			break batch
 		}
 	}
+	// Counted before the flush, so that a peer's answer to a frame can never be seen
+	// before the frame is counted.
+	w.counts.frames.Add(uint64(frames))
+	w.counts.flushes.Add(1)
 	if err == nil {
 		err = w.bw.Flush()
 	}
-	w.counts.frames.Add(uint64(frames))
-	w.counts.flushes.Add(1)
 	for range slots {
 		<-w.slots
 	}
