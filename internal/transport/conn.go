@@ -49,6 +49,10 @@ type clientConn struct {
 	mu      sync.Mutex
 	nextID  uint64
 	pending map[uint64]*call // nil once the connection failed
+	goCalls int              // how many of pending were made with Go
+	// armSweep wakes the sweeper when a Go call is registered; it sleeps while none is
+	// pending, so an idle connection costs no timer wake-ups (a node has one per peer).
+	armSweep chan struct{}
 }
 
 func newClientConn(c *Client, nc net.Conn) *clientConn {
@@ -58,6 +62,7 @@ func newClientConn(c *Client, nc net.Conn) *clientConn {
 		inflight: make(chan struct{}, c.cfg.MaxInFlight),
 		dead:     make(chan struct{}),
 		pending:  make(map[uint64]*call),
+		armSweep: make(chan struct{}, 1),
 	}
 	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, &c.counts, cn.fail)
 	return cn
@@ -150,6 +155,13 @@ func (cn *clientConn) register(cl *call, method uint16) (uint64, error) {
 	}
 	cn.nextID++
 	cn.pending[cn.nextID] = cl
+	if cl.done != nil {
+		cn.goCalls++
+		select {
+		case cn.armSweep <- struct{}{}:
+		default: // already armed
+		}
+	}
 	return cn.nextID, nil
 }
 
@@ -189,8 +201,7 @@ func (cn *clientConn) ctxErr(ctx context.Context, method uint16) error {
 // took it, their result is on its way and is drained, so the call can be reused.
 func (cn *clientConn) abandon(id uint64, cl *call) {
 	cn.mu.Lock()
-	if cn.pending != nil && cn.pending[id] == cl {
-		delete(cn.pending, id)
+	if cn.take(id, cl) != nil {
 		cn.mu.Unlock()
 	} else {
 		cn.mu.Unlock()
@@ -221,8 +232,7 @@ func (cn *clientConn) readLoop() {
 			cn.healthy.Store(true)
 		}
 		cn.mu.Lock()
-		cl := cn.pending[f.ID]
-		delete(cn.pending, f.ID)
+		cl := cn.take(f.ID, nil)
 		cn.mu.Unlock()
 		if cl != nil { // else the caller gave up: the late response is dropped
 			cn.deliver(cl, r)
@@ -258,29 +268,52 @@ const sweepInterval = 50 * time.Millisecond
 // late request with a deadline error itself, so this matters when it cannot answer (it
 // hangs while the connection stays up).
 func (cn *clientConn) sweep() {
-	t := time.NewTicker(sweepInterval)
-	defer t.Stop()
 	var expired []*call
 	for {
-		select {
+		select { // asleep until a Go call is pending
 		case <-cn.dead:
 			return
-		case now := <-t.C:
-			cn.mu.Lock()
-			for id, cl := range cn.pending {
-				if cl.done != nil && now.After(cl.deadline) {
-					delete(cn.pending, id)
-					expired = append(expired, cl)
-				}
-			}
-			cn.mu.Unlock()
-			for i, cl := range expired {
-				cn.deliver(cl, result{err: fmt.Errorf("transport: call to %s: %w", cn.c.addr, context.DeadlineExceeded)})
-				expired[i] = nil
-			}
-			expired = expired[:0]
+		case <-cn.armSweep:
 		}
+		t := time.NewTicker(sweepInterval)
+		for active := true; active; {
+			select {
+			case <-cn.dead:
+				t.Stop()
+				return
+			case now := <-t.C:
+				cn.mu.Lock()
+				for id, cl := range cn.pending {
+					if cl.done != nil && now.After(cl.deadline) {
+						cn.take(id, cl)
+						expired = append(expired, cl)
+					}
+				}
+				active = cn.goCalls > 0
+				cn.mu.Unlock()
+				for i, cl := range expired {
+					cn.deliver(cl, result{err: fmt.Errorf("transport: call to %s: %w", cn.c.addr, context.DeadlineExceeded)})
+					expired[i] = nil
+				}
+				expired = expired[:0]
+			}
+		}
+		t.Stop()
 	}
+}
+
+// take removes call id from pending and returns it, or nil if it is not pending (or, when
+// want is not nil, if another call is pending under id). cn.mu is held.
+func (cn *clientConn) take(id uint64, want *call) *call {
+	cl := cn.pending[id]
+	if cl == nil || want != nil && cl != want {
+		return nil
+	}
+	delete(cn.pending, id)
+	if cl.done != nil {
+		cn.goCalls--
+	}
+	return cl
 }
 
 // goCall is Client.Go on this connection.
@@ -309,10 +342,7 @@ func (cn *clientConn) goCall(ctx context.Context, method uint16, payload []byte,
 			return
 		}
 		cn.mu.Lock()
-		mine := cn.pending != nil && cn.pending[id] == cl
-		if mine {
-			delete(cn.pending, id)
-		}
+		mine := cn.take(id, cl) != nil
 		cn.mu.Unlock()
 		if !mine { // the reader, fail or the sweeper took it and delivers
 			return

@@ -33,6 +33,14 @@ func TestGoCallsGetTheirOwnResponses(t *testing.T) {
 		r := <-results
 		wantEcho(t, uint16(r.i), fmt.Appendf(nil, "go call %d", r.i), r.resp, r.err)
 	}
+	// With nothing pending the sweeper goes back to sleep: no Go call is left counted.
+	cn := c.cur.Load()
+	cn.mu.Lock()
+	left := cn.goCalls
+	cn.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d Go calls still counted as pending after all were answered", left)
+	}
 }
 
 // A peer that never answers (its handler ignores the deadline) must not keep a Go call,
