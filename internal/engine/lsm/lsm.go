@@ -97,7 +97,7 @@ type DB struct {
 }
 
 var (
-	_ engine.Engine       = (*DB)(nil)
+	_ engine.Engine = (*DB)(nil)
 	_ engine.Viewer       = (*DB)(nil)
 	_ engine.CachedViewer = (*DB)(nil)
 )
