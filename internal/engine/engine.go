@@ -134,14 +134,6 @@ type Viewer interface {
 	View(key []byte, fn func(enc []byte, found bool)) error
 }
 
-// CachedViewer is an optional Engine capability: View, but only when the answer is
-// already in memory, for callers that must not wait for I/O (a server's reader goroutine).
-type CachedViewer interface {
-	// ViewCached calls fn as View would and returns true, or returns false without calling
-	// fn when answering needs the store (or the engine is closed: View reports that).
-	ViewCached(key []byte, fn func(enc []byte, found bool)) bool
-}
-
 // Stats are an engine's current sizes.
 type Stats struct {
 	// DiskBytes is the space the engine's files take on disk.

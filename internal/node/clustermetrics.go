@@ -146,22 +146,6 @@ func (c countingHandler) Handle(ctx context.Context, method uint16, payload []by
 	return c.h.Handle(ctx, method, payload)
 }
 
-// TryHandle forwards the transport's fast path (transport.FastHandler) and counts the
-// requests it answers.
-func (c countingHandler) TryHandle(method uint16, payload []byte) ([]byte, bool, error) {
-	fh, ok := c.h.(interface {
-		TryHandle(method uint16, payload []byte) ([]byte, bool, error)
-	})
-	if !ok {
-		return nil, false, nil
-	}
-	resp, handled, err := fh.TryHandle(method, payload)
-	if handled {
-		c.m.replicaRequest(method)
-	}
-	return resp, handled, err
-}
-
 // replicaRequest counts one request served by this node's replica, from the network or
 // from its own coordinator.
 func (m *clusterMetrics) replicaRequest(method uint16) {

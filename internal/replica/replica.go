@@ -31,27 +31,6 @@ func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]by
 	return nil, fmt.Errorf("replica: unknown method %d", method)
 }
 
-// TryHandle is the transport's fast path (transport.FastHandler): a digest read that the
-// engine can answer from memory (engine.CachedViewer) is answered on the connection's
-// reader; everything else is left to Handle.
-func (h *Handler) TryHandle(method uint16, payload []byte) ([]byte, bool, error) {
-	cv, ok := h.Engine.(engine.CachedViewer)
-	if !ok || method != wire.MethodRead {
-		return nil, false, nil
-	}
-	req, err := wire.DecodeReadRequest(payload)
-	if err != nil || !req.Digest {
-		return nil, false, nil // Handle reports the error
-	}
-	var resp wire.ReadResponse
-	if !cv.ViewCached(ring.EngineKey(req.Key), func(enc []byte, found bool) {
-		resp.Found, resp.Digest = found, coord.DigestEncoded(enc, found)
-	}) {
-		return nil, false, nil
-	}
-	return wire.AppendReadResponse(nil, &resp, true), true, nil
-}
-
 func (h *Handler) write(payload []byte) error {
 	req, err := wire.DecodeWriteRequest(payload)
 	if err != nil {

@@ -21,13 +21,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// serve runs a replica on the memory engine over the real transport and returns a client
-// to it.
-func serve(t *testing.T) (*transport.Client, engine.Engine) { return serveEngine(t, "memory") }
-
-func serveEngine(t *testing.T, engineName string) (*transport.Client, engine.Engine) {
+// serve runs a replica over the real transport and returns a client to it.
+func serve(t *testing.T) (*transport.Client, engine.Engine) {
 	t.Helper()
-	eng, err := catalog.Open(engineName, t.TempDir(), catalog.Options{})
+	eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,16 +53,8 @@ func cellRow(v string, ts int64) row.Row {
 	return row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte(v), Timestamp: ts}}}
 }
 
-// On every engine; on lsm, digests read twice come from the row cache on the
-// transport's reader goroutine (TryHandle) the second time.
 func TestReplicaAppliesWritesAndAnswersReadsAndDigests(t *testing.T) {
-	for _, name := range []string{"memory", "lsm"} {
-		t.Run(name, func(t *testing.T) { testReplicaAppliesWritesAndAnswersReadsAndDigests(t, name) })
-	}
-}
-
-func testReplicaAppliesWritesAndAnswersReadsAndDigests(t *testing.T, engineName string) {
-	cl, eng := serveEngine(t, engineName)
+	cl, eng := serve(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{
@@ -89,18 +78,14 @@ func testReplicaAppliesWritesAndAnswersReadsAndDigests(t *testing.T, engineName 
 	if !got.Found || string(got.Row.Cells[0].Value) != "new" {
 		t.Fatalf("read k1: %+v, want the newest cell", got)
 	}
-	for range 2 {
-		if d := read("k1", true); d.Digest != coord.Digest(got.Row, true) {
-			t.Errorf("digest %x, want the digest of the row %x", d.Digest, coord.Digest(got.Row, true))
-		}
+	if d := read("k1", true); d.Digest != coord.Digest(got.Row, true) {
+		t.Errorf("digest %x, want the digest of the row %x", d.Digest, coord.Digest(got.Row, true))
 	}
 	if r := read("missing", false); r.Found {
 		t.Errorf("missing key found: %+v", r)
 	}
-	for range 2 {
-		if d := read("missing", true); d.Digest != coord.Digest(row.Row{}, false) {
-			t.Error("digest of a missing key differs from the empty row's")
-		}
+	if d := read("missing", true); d.Digest != coord.Digest(row.Row{}, false) {
+		t.Error("digest of a missing key differs from the empty row's")
 	}
 	// Stored keys are token-prefixed: the engine's order is the ring's.
 	it, err := eng.NewIterator(nil, nil)
@@ -140,47 +125,5 @@ func TestReplicaRejectsBadRequests(t *testing.T) {
 	// The replica keeps serving after bad requests.
 	if _, err := cl.Call(ctx, wire.MethodRead, wire.AppendReadRequest(nil, &wire.ReadRequest{Key: bytes.Repeat([]byte("k"), 3)})); err != nil {
 		t.Errorf("read after bad requests: %v", err)
-	}
-}
-
-// TryHandle answers digest reads the engine holds in memory and leaves the rest to Handle:
-// what it answers is what Handle would.
-func TestTryHandleAnswersCachedDigestsOnly(t *testing.T) {
-	for _, name := range []string{"lsm", "memory"} {
-		eng, err := catalog.Open(name, t.TempDir(), catalog.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		h := &Handler{Engine: eng}
-		w := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{{Key: []byte("k"), Row: cellRow("v", 1)}}})
-		if _, handled, _ := h.TryHandle(wire.MethodWrite, w); handled {
-			t.Fatalf("%s: a write was taken by the fast path", name)
-		}
-		if _, err := h.Handle(context.Background(), wire.MethodWrite, w); err != nil {
-			t.Fatal(err)
-		}
-		digest := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: []byte("k"), Digest: true})
-		data := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: []byte("k")})
-		if _, handled, _ := h.TryHandle(wire.MethodRead, digest); handled {
-			t.Fatalf("%s: a digest of a row never read was answered without the store", name)
-		}
-		slow, err := h.Handle(context.Background(), wire.MethodRead, digest) // fills the lsm row cache
-		if err != nil {
-			t.Fatal(err)
-		}
-		fast, handled, err := h.TryHandle(wire.MethodRead, digest)
-		if want := name == "lsm"; handled != want {
-			t.Fatalf("%s: fast path handled=%v, want %v", name, handled, want)
-		}
-		if handled && (err != nil || !bytes.Equal(fast, slow)) {
-			t.Fatalf("%s: fast answer %x %v, Handle's %x", name, fast, err, slow)
-		}
-		if _, handled, _ := h.TryHandle(wire.MethodRead, data); handled {
-			t.Fatalf("%s: a data read was taken by the fast path", name)
-		}
-		if _, handled, _ := h.TryHandle(wire.MethodRead, []byte{wire.Version, 7}); handled {
-			t.Fatalf("%s: a malformed read was taken by the fast path", name)
-		}
 	}
 }

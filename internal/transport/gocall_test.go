@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -138,53 +137,4 @@ func TestGoCallDialsWithoutBlockingTheCaller(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("done was not called for a peer that refuses connections")
 	}
-}
-
-// fastEcho answers method 1 on the reader (TryHandle), fails method 3 there, panics on
-// method 4 there, and leaves everything else to Handle.
-type fastEcho struct{ fast, slow atomic.Int32 }
-
-func (h *fastEcho) TryHandle(method uint16, p []byte) ([]byte, bool, error) {
-	switch method {
-	case 1:
-		h.fast.Add(1)
-		resp, err := echo(context.Background(), method, p)
-		return resp, true, err
-	case 3:
-		return nil, true, errors.New("fast failure")
-	case 4:
-		panic("fast panic")
-	}
-	return nil, false, nil
-}
-
-func (h *fastEcho) Handle(ctx context.Context, method uint16, p []byte) ([]byte, error) {
-	h.slow.Add(1)
-	return echo(ctx, method, p)
-}
-
-func TestFastHandlerAnswersOnTheReaderAndPassesTheRestOn(t *testing.T) {
-	h := &fastEcho{}
-	ts := startServer(t, h, ServerConfig{})
-	c := newClient(t, ts.addr, ClientConfig{})
-	ctx := context.Background()
-	for i := range 50 {
-		req := fmt.Appendf(nil, "req %d", i)
-		resp, err := c.Call(ctx, 1, req)
-		wantEcho(t, 1, req, resp, err)
-		resp, err = c.Call(ctx, 2, req)
-		wantEcho(t, 2, req, resp, err)
-	}
-	if h.fast.Load() != 50 || h.slow.Load() != 50 {
-		t.Fatalf("fast path took %d, Handle %d; want 50 each", h.fast.Load(), h.slow.Load())
-	}
-	var re *RemoteError
-	if _, err := c.Call(ctx, 3, nil); !errors.As(err, &re) || re.Code != CodeHandlerError {
-		t.Fatalf("a fast-path error: %v", err)
-	}
-	if _, err := c.Call(ctx, 4, nil); !errors.As(err, &re) || re.Code != CodePanic {
-		t.Fatalf("a fast-path panic: %v", err)
-	}
-	resp, err := c.Call(ctx, 1, []byte("still serving"))
-	wantEcho(t, 1, []byte("still serving"), resp, err)
 }

@@ -28,18 +28,6 @@ type Handler interface {
 	Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error)
 }
 
-// FastHandler is an optional Handler capability: answering a request on the connection's
-// reader goroutine when that cannot block (the answer is in memory). The server calls
-// TryHandle before handing a request to a handler goroutine; handled false passes it on
-// to Handle. Answering on the reader saves a goroutine hand-off per request, and the
-// answers to the requests that arrived together are queued before the writer runs, so
-// they share a write. TryHandle must not block or take long: every request behind it on
-// the connection waits. The payload is valid only until TryHandle returns; there is no
-// deadline to honour.
-type FastHandler interface {
-	TryHandle(method uint16, payload []byte) (resp []byte, handled bool, err error)
-}
-
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, method uint16, payload []byte) ([]byte, error)
 
@@ -100,7 +88,6 @@ const (
 // one writer per connection that batches responses.
 type Server struct {
 	h       Handler
-	fast    FastHandler // h, if it is one
 	cfg     ServerConfig
 	log     *slog.Logger
 	ctx     context.Context // parent of every handler's context; canceled by Close
@@ -126,8 +113,7 @@ func NewServer(h Handler, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	fast, _ := h.(FastHandler)
-	return &Server{h: h, fast: fast, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
+	return &Server{h: h, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), conns: map[*serverConn]struct{}{}}, nil
 }
 

@@ -116,9 +116,6 @@ func (sc *serverConn) readLoop() bool {
 		if !sc.acquire() {
 			return sc.isDraining.Load()
 		}
-		if sc.s.fast != nil && sc.tryFast(sc.s.fast, f) {
-			continue
-		}
 		sc.handlers.Add(1)
 		select {
 		case sc.work <- f:
@@ -208,32 +205,6 @@ func (sc *serverConn) handle(f Frame) {
 		ctx = lc
 	}
 	resp, err := sc.invoke(ctx, f)
-	sc.respond(ctx, f, resp, err)
-}
-
-// tryFast offers f to fh on the reader goroutine and queues its answer if it took it. The
-// caller holds a slot, which the answer keeps until it is written.
-func (sc *serverConn) tryFast(fh FastHandler, f Frame) (handled bool) {
-	var resp []byte
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				sc.s.log.Error("transport: handler panicked", "method", f.Method, "panic", p, "stack", string(debug.Stack()))
-				resp, handled, err = nil, true, &RemoteError{Code: CodePanic, Message: fmt.Sprint(p)}
-			}
-		}()
-		resp, handled, err = fh.TryHandle(f.Method, f.Payload)
-	}()
-	if handled {
-		sc.respond(sc.ctx, f, resp, err)
-	}
-	return handled
-}
-
-// respond queues the answer to request f: resp, or err as an error frame. The queue has
-// room for every slot's answer, so this does not block.
-func (sc *serverConn) respond(ctx context.Context, f Frame, resp []byte, err error) {
 	if err == nil && len(resp) > sc.s.cfg.MaxPayloadBytes {
 		err = &RemoteError{Code: CodeTooLarge, Message: fmt.Sprintf(
 			"response of %d bytes to method %d exceeds the server's limit of %d", len(resp), f.Method, sc.s.cfg.MaxPayloadBytes)}

@@ -98,8 +98,7 @@ type DB struct {
 
 var (
 	_ engine.Engine = (*DB)(nil)
-	_ engine.Viewer       = (*DB)(nil)
-	_ engine.CachedViewer = (*DB)(nil)
+	_ engine.Viewer = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the lsm engine stored in dir. It returns an error wrapping
@@ -329,29 +328,9 @@ func (db *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 	}
 	defer db.mu.RUnlock()
 	e, err := db.cached(key)
-	if err != nil {
-		return err
-	}
-	return db.viewEntry(key, e, fn)
-}
-
-// ViewCached implements engine.CachedViewer: View from the row cache only.
-func (db *DB) ViewCached(key []byte, fn func(enc []byte, found bool)) bool {
-	if db.rows == nil || db.enter("get") != nil {
-		return false
-	}
-	defer db.mu.RUnlock()
-	e := db.rows.peek(key)
-	if e == nil {
-		return false
-	}
-	return db.viewEntry(key, e, fn) == nil
-}
-
-// viewEntry calls fn with what Get would return for e, lending e's encoding when the
-// read-time purge leaves it as it is.
-func (db *DB) viewEntry(key []byte, e *rowCacheEntry, fn func(enc []byte, found bool)) error {
 	switch {
+	case err != nil:
+		return err
 	case !e.found:
 		fn(nil, false)
 	case e.plain:

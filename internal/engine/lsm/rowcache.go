@@ -100,22 +100,6 @@ func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
 	return e, 0
 }
 
-// peek returns key's entry if it is cached, counting a hit; a miss is not counted (the
-// caller will get the key and count it then).
-func (c *rowCache) peek(key []byte) *rowCacheEntry {
-	s := c.shard(key)
-	s.mu.Lock()
-	e := s.entries[string(key)]
-	if e != nil {
-		e.ref = true
-	}
-	s.mu.Unlock()
-	if e != nil {
-		c.hits.Add(1)
-	}
-	return e
-}
-
 // put caches r as key's row, read from pebble after get returned gen, unless the shard
 // was invalidated since or the row is too large to be worth a slot. It returns the entry
 // for r whether or not it was cached. An empty row is cached as not found, which is what
