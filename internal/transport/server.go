@@ -225,10 +225,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Outstanding calls fail at their clients with ErrConnectionLost.
 func (s *Server) Close() error {
 	conns := s.stopAccepting()
-	s.cancel()
 	for _, sc := range conns {
-		sc.abort()
+		sc.abort() // sockets first: see serverConn.abort
 	}
+	s.cancel()
 	s.wg.Wait()
 	return nil
 }

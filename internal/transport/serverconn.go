@@ -86,8 +86,11 @@ func (sc *serverConn) serve() {
 func (sc *serverConn) abort() {
 	sc.abortOnce.Do(func() {
 		close(sc.dead)
-		sc.cancel()
+		// The socket closes before handlers are canceled, so that the error a canceled
+		// handler returns cannot reach the client: its call fails as ErrConnectionLost,
+		// which says the request may have been handled, not as a handler error.
 		sc.nc.Close()
+		sc.cancel()
 	})
 }
 
