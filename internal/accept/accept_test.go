@@ -52,15 +52,23 @@ func TestLoopRetriesTemporaryErrorsWithGrowingPausesAndStopsOnOthers(t *testing.
 	}
 }
 
-func TestLoopEndsQuietlyWhenClosingAndDoneCutsThePause(t *testing.T) {
+func TestLoopEndsQuietlyWhenClosingAndDoneCutsThePauses(t *testing.T) {
+	// Nine temporary errors in a row would pause 5+10+...+1000 ms, about 2.5 s; with done
+	// closed the loop must not sleep through them.
 	done := make(chan struct{})
+	close(done)
 	closing := false
-	ln := &script{steps: []func() (net.Conn, error){
-		func() (net.Conn, error) { close(done); return nil, tempErr{} }, // the pause would be 5 ms; done ends it
-		func() (net.Conn, error) { closing = true; return nil, net.ErrClosed },
-	}}
-	if err := Loop(ln, func() bool { return closing }, done, func(net.Conn) {}); err != nil {
+	var steps []func() (net.Conn, error)
+	for range 9 {
+		steps = append(steps, func() (net.Conn, error) { return nil, tempErr{} })
+	}
+	steps = append(steps, func() (net.Conn, error) { closing = true; return nil, net.ErrClosed })
+	start := time.Now()
+	if err := Loop(&script{steps: steps}, func() bool { return closing }, done, func(net.Conn) {}); err != nil {
 		t.Fatalf("Loop returned %v after the server closed its listener", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Loop slept %v with done closed", d)
 	}
 }
 

@@ -109,9 +109,9 @@ func TestGoCallNeedsADeadline(t *testing.T) {
 	}
 }
 
-// Without a connection Go does not wait for the dial: the call is made once the dial
-// ends, or done gets the dial's failure.
-func TestGoCallDialsWithoutBlockingTheCaller(t *testing.T) {
+// Without a connection Go dials from a goroutine of its own, so it must copy the payload
+// before returning; the call is made once the dial ends, or done gets the dial's failure.
+func TestGoCallWithoutAConnectionDialsAndCopiesThePayload(t *testing.T) {
 	ts := startServer(t, echo, ServerConfig{})
 	c := newClient(t, ts.addr, ClientConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
