@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/sketch"
 )
 
 // DefaultRowCacheBytes is the row cache's default capacity.
@@ -41,7 +42,14 @@ const (
 // pointers that every collection walks), and a replica computing a digest hashes it as
 // it is. Get decodes a private copy, which costs what copying a decoded row would.
 //
-// Eviction is CLOCK per shard, by an estimate of each entry's memory.
+// Eviction is CLOCK per shard, by an estimate of each entry's memory, with TinyLFU
+// admission: every lookup (hit or miss) is counted in a small per-shard frequency sketch,
+// and when a full shard would have to evict to take a row, the row is taken only if its
+// key was read more often of late than the key CLOCK would evict. Plain CLOCK, like LRU,
+// lets a stream of keys read once (a scan, the cold tail of a zipfian workload) push out
+// keys read often. A new entry takes its victim's slot behind the hand, so that it gets a
+// whole turn of the clock before it can be evicted. In the 3-node read-only benchmark
+// with a 64 MiB cache (about half the rows) the hit rate went from 0.80 to 0.84.
 type rowCache struct {
 	seed   maphash.Seed
 	shards [rowCacheShards]rowCacheShard
@@ -57,6 +65,7 @@ type rowCacheShard struct {
 	hand    int
 	bytes   int64
 	limit   int64
+	freq    *sketch.Frequency // recent lookups per key hash, for admission
 }
 
 type rowCacheEntry struct {
@@ -72,21 +81,36 @@ type rowCacheEntry struct {
 func newRowCache(capacity int64) *rowCache {
 	c := &rowCache{seed: maphash.MakeSeed()}
 	for i := range c.shards {
-		c.shards[i].entries = make(map[string]*rowCacheEntry)
-		c.shards[i].limit = capacity / rowCacheShards
+		s := &c.shards[i]
+		s.entries = make(map[string]*rowCacheEntry)
+		s.limit = capacity / rowCacheShards
+		// Eight counters per entry of 256-byte rows (more for larger rows), in 1/64 of the
+		// capacity. The window between halvings follows the number of entries (see put).
+		s.freq = sketch.New(int(s.limit/rowCacheBytesPerCounter), rowCacheMinSample)
 	}
 	return c
 }
 
-func (c *rowCache) shard(key []byte) *rowCacheShard {
-	return &c.shards[maphash.Bytes(c.seed, key)%rowCacheShards]
+const (
+	// rowCacheBytesPerCounter sizes each shard's frequency sketch from its capacity.
+	rowCacheBytesPerCounter = 32
+	// Lookups between halvings of the sketch: TinyLFU's ten per entry, at least 640.
+	rowCacheSamplePerEntry = 10
+	rowCacheMinSample      = 640
+)
+
+// shard returns key's shard and hash (for the shard's sketch).
+func (c *rowCache) shard(key []byte) (*rowCacheShard, uint64) {
+	h := maphash.Bytes(c.seed, key)
+	return &c.shards[h%rowCacheShards], h
 }
 
 // get returns key's cached row (which the caller must not modify) and whether it was
 // cached; on a miss it returns the generation to give put.
 func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
-	s := c.shard(key)
+	s, h := c.shard(key)
 	s.mu.Lock()
+	s.freq.Add(h)
 	e, ok := s.entries[string(key)]
 	if !ok {
 		gen = s.gen
@@ -101,8 +125,9 @@ func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
 }
 
 // put caches r as key's row, read from pebble after get returned gen, unless the shard
-// was invalidated since or the row is too large to be worth a slot. It returns the entry
-// for r whether or not it was cached. An empty row is cached as not found, which is what
+// was invalidated since, the row is too large to be worth a slot, or the shard is full
+// and the key CLOCK would evict was read at least as often of late (TinyLFU admission).
+// It returns the entry for r whether or not it was cached. An empty row is cached as not found, which is what
 // Get makes of it.
 func (c *rowCache) put(key []byte, gen uint64, r *row.Row, found bool) *rowCacheEntry {
 	e := &rowCacheEntry{key: string(key), found: found && !r.IsEmpty(), plain: r.Deleted == 0}
@@ -113,7 +138,7 @@ func (c *rowCache) put(key []byte, gen uint64, r *row.Row, found bool) *rowCache
 		}
 	}
 	e.size = int64(rowCacheEntryOverhead + len(key) + len(e.enc))
-	s := c.shard(key)
+	s, h := c.shard(key)
 	if e.size > s.limit/4 {
 		return e
 	}
@@ -125,20 +150,35 @@ func (c *rowCache) put(key []byte, gen uint64, r *row.Row, found bool) *rowCache
 	if old, ok := s.entries[e.key]; ok { // another reader of the same generation
 		s.remove(old)
 	}
-	for s.bytes+e.size > s.limit && len(s.clock) > 0 {
-		s.evictOne()
+	if s.bytes+e.size <= s.limit || len(s.clock) == 0 {
+		e.idx = len(s.clock)
+		s.clock = append(s.clock, e)
+	} else {
+		v := s.victim()
+		if s.freq.Estimate(h) <= s.freq.Estimate(maphash.String(c.seed, v.key)) {
+			return e
+		}
+		// e takes the victim's slot and the hand moves past it, so that e is looked at
+		// last, after a whole turn of the clock.
+		delete(s.entries, v.key)
+		s.bytes -= v.size
+		e.idx = s.hand
+		s.clock[s.hand] = e
+		s.hand++
 	}
-	e.idx = len(s.clock)
 	s.entries[e.key] = e
-	s.clock = append(s.clock, e)
 	s.bytes += e.size
+	s.freq.SetSample(max(rowCacheSamplePerEntry*len(s.entries), rowCacheMinSample))
+	for s.bytes > s.limit && len(s.clock) > 1 { // e is larger than the row it replaced
+		s.evictOther(e)
+	}
 	return e
 }
 
 // invalidate forgets key and bumps its shard's generation, so that a read that started
 // before cannot cache what it read.
 func (c *rowCache) invalidate(key []byte) {
-	s := c.shard(key)
+	s, _ := c.shard(key)
 	s.mu.Lock()
 	s.gen++
 	if e, ok := s.entries[string(key)]; ok {
@@ -147,21 +187,34 @@ func (c *rowCache) invalidate(key []byte) {
 	s.mu.Unlock()
 }
 
-// evictOne advances the hand to the first entry not read since its last pass and removes
-// it. s.mu is held; s.clock is not empty.
-func (s *rowCacheShard) evictOne() {
+// victim advances the hand to the first entry not read since its last pass (clearing the
+// read marks it passes) and returns it: the entry to evict next. s.mu is held;
+// s.clock is not empty.
+func (s *rowCacheShard) victim() *rowCacheEntry {
 	for {
 		if s.hand >= len(s.clock) {
 			s.hand = 0
 		}
 		e := s.clock[s.hand]
-		if e.ref {
-			e.ref = false
-			s.hand++
-			continue
+		if !e.ref {
+			return e
 		}
-		s.remove(e) // moves the last entry into s.hand, which the next pass looks at
-		return
+		e.ref = false
+		s.hand++
+	}
+}
+
+// evictOther removes the first victim that is not keep. s.mu is held; s.clock holds keep
+// and another entry, so that the hand, passing keep each time it lands on it, finds one
+// within two turns.
+func (s *rowCacheShard) evictOther(keep *rowCacheEntry) {
+	for {
+		v := s.victim()
+		if v != keep {
+			s.remove(v) // moves the last entry into s.hand, which the next pass looks at
+			return
+		}
+		s.hand++
 	}
 }
 

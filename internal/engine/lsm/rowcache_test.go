@@ -80,6 +80,38 @@ func TestRowCacheStaysWithinCapacityAndKeepsRowsInUse(t *testing.T) {
 	t.Logf("%d entries, %d bytes", entries, bytes)
 }
 
+// TinyLFU admission: rows read often survive a scan of many rows read once, which plain
+// CLOCK would let push all of them out.
+func TestRowCacheKeepsOftenReadRowsThroughAScan(t *testing.T) {
+	c := newRowCache(rowCacheShards * (64 << 10))
+	read := func(key []byte) {
+		if e, gen := c.get(key); e == nil {
+			r := cellRow("v", 1)
+			c.put(key, gen, &r, true)
+		}
+	}
+	const hot = 5000
+	for range 4 {
+		for i := range hot {
+			read([]byte("hot" + strconv.Itoa(i)))
+		}
+	}
+	for i := range 100_000 {
+		read([]byte("scan" + strconv.Itoa(i)))
+	}
+	kept := 0
+	for i := range hot {
+		if e, _ := c.get([]byte("hot" + strconv.Itoa(i))); e != nil {
+			kept++
+		}
+	}
+	entries, bytes := c.size()
+	t.Logf("%d of %d often-read rows kept; %d entries, %d bytes cached", kept, hot, entries, bytes)
+	if kept < hot*9/10 {
+		t.Fatalf("a scan of rows read once pushed out %d of %d rows read four times each", hot-kept, hot)
+	}
+}
+
 // Readers must never see a key go back in time: a Get that starts after a write was
 // acknowledged returns that write or a later one, with the row cache racing every write.
 func TestRowCacheNeverServesARowOlderThanAnAcknowledgedWrite(t *testing.T) {
@@ -189,4 +221,53 @@ func TestViewShowsWhatGetReturns(t *testing.T) {
 	if db.rows.hits.Load() == 0 {
 		t.Fatal("the second pass was not served by the cache")
 	}
+}
+
+// A row larger than its victim evicts more rows to fit, never itself, and the shard stays
+// within its limit with its clock and map in step.
+func TestRowCacheLargeRowEvictsOthersToFit(t *testing.T) {
+	c := newRowCache(rowCacheShards * 4096)
+	big := []byte("big")
+	s, _ := c.shard(big)
+	var small [][]byte
+	for i := 0; len(small) < 40; i++ {
+		if k := []byte("small" + strconv.Itoa(i)); func() bool { sh, _ := c.shard(k); return sh == s }() {
+			small = append(small, k)
+		}
+	}
+	for _, k := range small {
+		_, gen := c.get(k)
+		r := cellRow("v", 1)
+		c.put(k, gen, &r, true)
+	}
+	// Every small row but the last in the clock is marked read, so that the last is the
+	// victim the big row replaces; the hand then wraps and moves the big row itself into
+	// its path as rows are removed to make room.
+	last := s.clock[len(s.clock)-1].key
+	for _, k := range small {
+		if string(k) != last {
+			c.get(k)
+		}
+	}
+	for range 10 {
+		c.get(big) // read often enough to be admitted over any small row
+	}
+	_, gen := c.get(big)
+	r := cellRow(string(bytes.Repeat([]byte("x"), 700)), 1)
+	c.put(big, gen, &r, true)
+	if e, _ := c.get(big); e == nil {
+		t.Fatal("the large row, read more often than any other, was not cached")
+	}
+	if s.bytes > s.limit {
+		t.Fatalf("shard holds %d bytes, limit %d", s.bytes, s.limit)
+	}
+	if len(s.clock) != len(s.entries) {
+		t.Fatalf("%d clock slots for %d entries", len(s.clock), len(s.entries))
+	}
+	for j, e := range s.clock {
+		if e.idx != j || s.entries[e.key] != e {
+			t.Fatalf("clock slot %d out of step with the map", j)
+		}
+	}
+	t.Logf("%d entries, %d bytes of %d", len(s.entries), s.bytes, s.limit)
 }
