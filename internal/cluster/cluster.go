@@ -132,7 +132,7 @@ func (v *View) Ring() (*ring.Ring, error) {
 				tokens = append(tokens, t)
 			}
 		}
-		nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Tokens: tokens})
+		nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Role: m.Role, Tokens: tokens})
 	}
 	r, err := ring.New(nodes)
 	if err != nil {

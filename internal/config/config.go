@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,7 +159,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.InternodeListen, "internode-listen", c.InternodeListen, "cluster mode: address other nodes send replica reads and writes to")
 	fs.StringVar(&c.Seeds, "seeds", c.Seeds, "cluster mode: comma-separated gossip addresses of nodes to join through; empty starts a new cluster")
 	fs.IntVar(&c.ReplicationFactor, "replication-factor", c.ReplicationFactor, "cluster mode: copies of every key")
-	fs.StringVar(&c.Placement, "placement", c.Placement, "cluster mode: replica placement: simple (next nodes clockwise), host-aware (never two replicas on one host) or rack-aware (spread over racks first)")
+	fs.StringVar(&c.Placement, "placement", c.Placement, "cluster mode: replica placement: simple (next nodes clockwise), host-aware (never two replicas on one host), rack-aware (spread over racks first) or engine-diverse (cover every engine role, never two replicas on one host)")
 	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "cluster mode: vnode tokens of a new node")
 	fs.StringVar(&c.TokenAllocation, "token-allocation", c.TokenAllocation, "cluster mode: how a new node picks its tokens: balanced (evens out replicated ownership) or random")
 	fs.StringVar(&c.Consistency, "consistency", c.Consistency, "cluster mode: default consistency level of reads and writes: ONE, TWO, QUORUM or ALL")
@@ -307,8 +308,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: replication_factor %d (want 1 to 16)", ErrInvalid, c.ReplicationFactor)
 	case c.NumTokens < 1 || c.NumTokens > 256:
 		return fmt.Errorf("%w: num_tokens %d (want 1 to 256)", ErrInvalid, c.NumTokens)
-	case c.Placement != "simple" && c.Placement != "host-aware" && c.Placement != "rack-aware":
-		return fmt.Errorf("%w: placement %q (want simple, host-aware or rack-aware)", ErrInvalid, c.Placement)
+	case !slices.Contains([]string{"simple", "host-aware", "rack-aware", "engine-diverse"}, c.Placement):
+		return fmt.Errorf("%w: placement %q (want simple, host-aware, rack-aware or engine-diverse)", ErrInvalid, c.Placement)
 	case c.TokenAllocation != "balanced" && c.TokenAllocation != "random":
 		return fmt.Errorf("%w: token_allocation %q (want balanced or random)", ErrInvalid, c.TokenAllocation)
 	case c.ReadRepair != "background" && c.ReadRepair != "blocking":

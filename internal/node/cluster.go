@@ -224,7 +224,7 @@ func (c *clusterNode) allocate(self cluster.Member) []ring.Token {
 	if c.cfg.TokenAllocation == "random" {
 		return ring.RandomTokens(rng, c.cfg.NumTokens, nil)
 	}
-	node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack}
+	node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role}
 	return ring.BalancedTokens(r, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rng)
 }
 

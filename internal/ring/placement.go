@@ -16,15 +16,15 @@ type Strategy interface {
 	Replicas(r *Ring, t Token, n int) []NodeID
 }
 
-// StrategyByName returns the strategy configured as name: simple, host-aware or
-// rack-aware.
+// StrategyByName returns the strategy configured as name: simple, host-aware, rack-aware
+// or engine-diverse.
 func StrategyByName(name string) (Strategy, error) {
-	for _, s := range []Strategy{Simple{}, HostAware{}, RackAware{}} {
+	for _, s := range []Strategy{Simple{}, HostAware{}, RackAware{}, EngineDiverse{}} {
 		if s.Name() == name {
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("ring: unknown placement strategy %q (want simple, host-aware or rack-aware)", name)
+	return nil, fmt.Errorf("ring: unknown placement strategy %q (want simple, host-aware, rack-aware or engine-diverse)", name)
 }
 
 // Simple takes the next n distinct nodes clockwise from the key's token (Cassandra's

@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/kuradb/kura/internal/engine"
 )
 
 // NodeID names a node; it is generated once per node and never reused.
 type NodeID string
 
 // Node is what the ring needs to know of a cluster member: where it runs (several nodes
-// may share a host; hosts sit in racks) and its vnode tokens.
+// may share a host; hosts sit in racks), its engine's role (for EngineDiverse) and its
+// vnode tokens.
 type Node struct {
 	ID     NodeID
 	Host   string
 	Rack   string
+	Role   engine.Role
 	Tokens []Token
 }
 
@@ -29,8 +33,9 @@ type vnode struct {
 // with token T owns the keys whose tokens lie in (previous vnode's token, T], wrapping
 // around, as in Cassandra (seed 004, section 2.1). Safe for concurrent use.
 type Ring struct {
-	nodes  []Node
-	vnodes []vnode
+	nodes     []Node
+	vnodes    []vnode
+	coverable int // engine roles a replica set can cover (see EngineDiverse)
 }
 
 // Errors returned by New.
@@ -58,6 +63,7 @@ func New(nodes []Node) (*Ring, error) {
 		return nil, ErrEmpty
 	}
 	slices.SortFunc(r.vnodes, func(a, b vnode) int { return cmpToken(a.token, b.token) })
+	r.coverable = coverableRoles(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return len(n.Tokens) == 0 }))
 	for i := 1; i < len(r.vnodes); i++ {
 		if r.vnodes[i].token == r.vnodes[i-1].token {
 			return nil, fmt.Errorf("%w: %d by %q and %q", ErrDuplicateToken, r.vnodes[i].token,
