@@ -5,7 +5,8 @@
 #
 #   scripts/bench-cluster.sh [OUT]        (default OUT: bench-results/cluster)
 #
-# Environment: RECORDS (100000), THREADS (16), RUN (20s), WARMUP (5s), BASE_PORT (26380),
+# Environment: RECORDS (100000), THREADS (40: the papers' client threads for throughput, seed
+# 000 Fig. 7), RUN (20s), WARMUP (5s), BASE_PORT (26380),
 # SERVER_FLAGS (extra flags for every node, e.g. "--lsm-row-cache-bytes=268435456").
 # Client connections are spread over the three nodes, so every node coordinates a third of
 # the requests. RSS of every node is sampled in the middle of each run.
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/cluster}
 RECORDS=${RECORDS:-100000}
-THREADS=${THREADS:-16}
+THREADS=${THREADS:-40}
 RUN=${RUN:-20s}
 WARMUP=${WARMUP:-5s}
 BASE=${BASE_PORT:-26380}

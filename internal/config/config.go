@@ -105,7 +105,7 @@ func Default() Config {
 		TombstoneGrace:       engine.DefaultGracePeriod,
 		ShutdownTimeout:      30 * time.Second,
 		LSMCacheSizeBytes:    256 << 20,
-		LSMRowCacheBytes:     64 << 20,
+		LSMRowCacheBytes:     256 << 20,
 		LSMMemTableSizeBytes: 32 << 20,
 		MaxKeyBytes:          64 << 10,
 		MaxValueBytes:        16 << 20,

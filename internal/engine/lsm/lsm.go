@@ -44,7 +44,7 @@ type Options struct {
 	MemTableSizeBytes uint64
 	// Logger receives pebble's log lines and background errors; nil discards them.
 	Logger *slog.Logger
-	// RowCacheBytes is the row cache's capacity (see rowCache); default 64 MiB, negative
+	// RowCacheBytes is the row cache's capacity (see rowCache); default 256 MiB, negative
 	// disables it. It fills only as rows are read.
 	RowCacheBytes int64
 	// CollapseOperands is the number of merge operands a read of one key may merge before

@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultRowCacheBytes is the row cache's default capacity.
-const DefaultRowCacheBytes = 64 << 20
+const DefaultRowCacheBytes = 256 << 20
 
 const (
 	rowCacheShards = 64
