@@ -77,7 +77,7 @@ func fetchStatus(ctx context.Context, addr string) (*node.ClusterStatus, error) 
 }
 
 func printStatus(w io.Writer, st *node.ClusterStatus) {
-	fmt.Fprintf(w, "Replication factor %d, placement %s. U = up, D = down.\n", st.ReplicationFactor, st.Placement)
+	fmt.Fprintf(w, "Replication factor %d, placement %s, routing %s. U = up, D = down.\n", st.ReplicationFactor, st.Placement, st.Routing)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\tload\ttokens\towns\towns (replicated)\tclient")
 	host := ""

@@ -19,7 +19,7 @@ func TestHumanBytes(t *testing.T) {
 // The status table is what operators read: one line per node, grouped by host, with the
 // state letters, the load and the ownership.
 func TestPrintStatus(t *testing.T) {
-	st := &node.ClusterStatus{ReplicationFactor: 3, Placement: "host-aware", Members: []node.MemberStatus{
+	st := &node.ClusterStatus{ReplicationFactor: 3, Placement: "engine-diverse", Routing: "engine-aware", Members: []node.MemberStatus{
 		{ID: "b", Host: "host2", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "normal", Up: true,
 			ClientAddr: "127.0.0.1:2", Tokens: 16, Load: 5 << 20, Owns: 0.5, OwnsRepl: 1.0 / 3},
 		{ID: "a", Host: "host1", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "leaving",
@@ -29,7 +29,7 @@ func TestPrintStatus(t *testing.T) {
 	}}
 	var b strings.Builder
 	printStatus(&b, st)
-	want := `Replication factor 3, placement host-aware. U = up, D = down.
+	want := `Replication factor 3, placement engine-diverse, routing engine-aware. U = up, D = down.
 host   state  id  rack  engine  role             load     tokens  owns   owns (replicated)  client
 host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%              127.0.0.1:1
        UJ     c   r1    memory  in-memory        0 B      0       0.0%   0.0%               127.0.0.1:3

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,7 +49,8 @@ func newDevCmd() *cobra.Command {
 so that placement treats them as different machines) one kura process per engine in
 --engines. It waits until every node sees the full ring, prints how to connect, and stops
 them all on Ctrl-C. Data and logs stay in --data-dir, so running the same command again
-restarts the same cluster.
+restarts the same cluster. With more than one engine the nodes use engine-diverse
+placement (every key gets a replica on each engine) and engine-aware routing.
 
 Ports: node k (counting from 0) serves RESP on base+k, admin HTTP on base+1000+k, gossip
 on base+2000+k and internode requests on base+3000+k.`,
@@ -134,6 +136,17 @@ func planDev(f *devFlags) ([]*devNode, error) {
 	return nodes, nil
 }
 
+// mixed reports whether engines (comma-separated) names more than one engine.
+func mixed(engines string) bool {
+	var seen []string
+	for _, e := range strings.Split(engines, ",") {
+		if e = strings.TrimSpace(e); !slices.Contains(seen, e) {
+			seen = append(seen, e)
+		}
+	}
+	return len(seen) > 1
+}
+
 func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 	dir := filepath.Join(f.dataDir, n.name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -148,6 +161,11 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 		"--host", n.host, "--replication-factor", strconv.Itoa(f.rf)}
 	if seed != "" {
 		args = append(args, "--seeds", seed)
+	}
+	if mixed(f.engines) {
+		// The heterogeneous cluster (seed 000): a replica on each engine per key, and
+		// requests sent to the engines that serve them cheaply. --server-flag overrides.
+		args = append(args, "--placement", "engine-diverse", "--routing", "engine-aware")
 	}
 	args = append(args, f.extra...)
 	n.cmd, n.log = exec.Command(exe, args...), logf

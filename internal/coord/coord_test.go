@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -48,11 +49,29 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 	}
 	level := func() (Level, error) { return ParseLevel(arg("cl")) }
 	switch td.Cmd {
+	case "policy":
+		switch name := arg("name"); name {
+		case "uniform":
+			tr.policy = Uniform{}
+		case "engine-aware":
+			tr.policy = EngineAware{}
+		default:
+			return "", fmt.Errorf("unknown policy %q", name)
+		}
+		return "", nil
 	case "replicas":
+		// One replica per line: its ID, then optionally its engine (lsm, btree, memory)
+		// and "down".
 		tr.replicas = nil
 		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
 			f := strings.Fields(line)
-			tr.replicas = append(tr.replicas, Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down")})
+			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down")}
+			for name, role := range map[string]engine.Role{"lsm": engine.WriteOptimized, "btree": engine.ReadOptimized, "memory": engine.InMemory} {
+				if slices.Contains(f, name) {
+					r.Role = role
+				}
+			}
+			tr.replicas = append(tr.replicas, r)
 		}
 		return "", nil
 	case "write":
@@ -89,6 +108,12 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			err = errors.New(e)
 		}
 		return tr.format(tr.read.OnRepairResponse(ring.NodeID(td.CmdArgs[0].Key), err)), nil
+	case "status":
+		// How the request left its policy's first plan, as the driver's metrics see it.
+		if tr.write != nil {
+			return fmt.Sprintf("fell-back=%t", tr.write.FellBack()), nil
+		}
+		return fmt.Sprintf("disagreed=%t failures=%d", tr.read.Disagreed(), tr.read.Failures()), nil
 	case "timeout":
 		if tr.write != nil {
 			return tr.format(tr.write.OnTimeout()), nil

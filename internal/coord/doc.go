@@ -9,10 +9,12 @@
 // (the driver) carries effects out and feeds responses back, and the simulator does the
 // same in virtual time.
 //
-// Which replicas to ask and whose answers count is a Policy. This package ships Uniform,
-// Cassandra's behaviour: writes go to every live replica and any W acknowledgements
-// complete them; reads ask one replica for data and R-1 for digests. The
-// heterogeneous-cluster issue adds an engine-aware policy behind the same interface.
+// Which replicas to ask and whose answers count is a Policy. Uniform is Cassandra's
+// behaviour: writes go to every live replica and any W acknowledgements complete them;
+// reads ask one replica for data and R-1 for digests. EngineAware is the heterogeneous
+// cluster's (seed 000, 3.2-3.3): writes count the write-optimized and in-memory replicas
+// and send to the read-optimized one asynchronously; reads ask the read-optimized and
+// in-memory replicas and fall back to the write-optimized one when they fail or disagree.
 //
 // Errors a client must tell apart: ErrUnavailable (too few live replicas: nothing was
 // sent, nothing written), ErrTimeout (too few answers in time: a write may have been

@@ -1,6 +1,9 @@
 package coord
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 )
@@ -29,6 +32,11 @@ type ReadPlan struct {
 	Data    ring.NodeID   // asked for the row
 	Digests []ring.NodeID // asked for a digest of the row; R-1 of them
 	Spare   []ring.NodeID // live replicas not asked, in the order to ask them if one fails
+	// Widen, when the answers disagree, asks every spare for its row as well as the
+	// replicas that answered, so that the reply merges every live replica's cells and
+	// every stale replica is repaired, the ones not asked at first included (the
+	// engine-aware read's fallback to the write-optimized replica, seed 000, 3.3).
+	Widen bool
 }
 
 // Policy decides, for one request, which replicas to ask and whose answers count. It
@@ -38,6 +46,16 @@ type Policy interface {
 	Name() string
 	PlanWrite(replicas []Replica, need int) WritePlan
 	PlanRead(replicas []Replica, need int) ReadPlan
+}
+
+// PolicyByName returns the policy configured as name: uniform or engine-aware.
+func PolicyByName(name string) (Policy, error) {
+	for _, p := range []Policy{Uniform{}, EngineAware{}} {
+		if p.Name() == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("coord: unknown routing policy %q (want uniform or engine-aware)", name)
 }
 
 // Uniform is Cassandra's routing: a write goes to every live replica and any need
@@ -88,4 +106,87 @@ func live(replicas []Replica) int {
 		}
 	}
 	return n
+}
+
+// EngineAware is the heterogeneous cluster's routing (seed 000, sections 3.2 and 3.3):
+// each request goes to the replicas whose engine serves it cheaply.
+//
+// Writes go to every live replica, but only the write-optimized and in-memory ones (the
+// synchronous set) count toward W; the read-optimized replica's write is sent at the same
+// time and its acknowledgement waited for only once a synchronous one fails (WritePlan.
+// Counted), or from the start when the live synchronous replicas are fewer than W.
+//
+// Reads ask replicas in the order read-optimized, in-memory, write-optimized: data from
+// the first, digests from the next R-1; the rest are spares, asked in that order when
+// one fails. When the answers disagree, every spare is asked too (ReadPlan.Widen): the
+// write-optimized replica, written synchronously, holds what the others may lack, and
+// every stale replica gets the merged row.
+//
+// Replicas of the same role keep the order given (the ring's walk). Down replicas are
+// skipped and, for writes, hinted.
+type EngineAware struct{}
+
+// Name implements Policy.
+func (EngineAware) Name() string { return "engine-aware" }
+
+// writeRank and readRank order roles for writes and for reads; unknown roles come last.
+func writeRank(r engine.Role) int {
+	switch r {
+	case engine.WriteOptimized:
+		return 0
+	case engine.InMemory:
+		return 1
+	case engine.ReadOptimized:
+		return 2
+	}
+	return 3
+}
+
+func readRank(r engine.Role) int {
+	switch r {
+	case engine.ReadOptimized:
+		return 0
+	case engine.InMemory:
+		return 1
+	case engine.WriteOptimized:
+		return 2
+	}
+	return 3
+}
+
+// synchronous reports whether writes to a replica of role r count from the start.
+func synchronous(r engine.Role) bool { return r == engine.WriteOptimized || r == engine.InMemory }
+
+// byRank returns the replicas stably sorted by rank of their role.
+func byRank(replicas []Replica, rank func(engine.Role) int) []Replica {
+	out := slices.Clone(replicas)
+	slices.SortStableFunc(out, func(a, b Replica) int { return rank(a.Role) - rank(b.Role) })
+	return out
+}
+
+// PlanWrite implements Policy.
+func (EngineAware) PlanWrite(replicas []Replica, need int) WritePlan {
+	var p WritePlan
+	for _, r := range byRank(replicas, writeRank) {
+		switch {
+		case !r.Up:
+			p.Hinted = append(p.Hinted, r.ID)
+		default:
+			p.Targets = append(p.Targets, r.ID)
+			if synchronous(r.Role) {
+				p.Counted = append(p.Counted, r.ID)
+			}
+		}
+	}
+	if len(p.Counted) < need {
+		p.Counted = nil // too few synchronous replicas: every acknowledgement counts
+	}
+	return p
+}
+
+// PlanRead implements Policy.
+func (EngineAware) PlanRead(replicas []Replica, need int) ReadPlan {
+	p := Uniform{}.PlanRead(byRank(replicas, readRank), need)
+	p.Widen = true
+	return p
 }

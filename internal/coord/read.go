@@ -71,10 +71,12 @@ type Read struct {
 	need     int
 	mode     RepairMode
 	spare    []ring.NodeID
+	widen    bool          // on disagreement, ask the spares for data too (ReadPlan.Widen)
 	asked    nodeMap[bool] // asked and not answered; the value is true for data
 	data     nodeMap[ReadResponse]
 	digests  nodeMap[uint64]
 	full     bool          // digests disagreed: every answering replica is asked for data
+	failures int           // replicas that failed to answer a read
 	repairs  nodeMap[bool] // the value is true for a repair the reply waits for
 	result   Reply         // the merged row, once resolved
 	resolved bool
@@ -90,7 +92,7 @@ func StartRead(key []byte, level Level, replicas []Replica, p Policy, mode Repai
 		return rd, []Effect{Reply{Err: ErrUnavailable}}
 	}
 	plan := p.PlanRead(replicas, rd.need)
-	rd.spare = plan.Spare
+	rd.spare, rd.widen = plan.Spare, plan.Widen
 	fx := []Effect{rd.ask(plan.Data, true)}
 	for _, id := range plan.Digests {
 		fx = append(fx, rd.ask(id, false))
@@ -139,6 +141,7 @@ func (rd *Read) OnResponse(from ring.NodeID, resp ReadResponse) []Effect {
 // replace asks a spare replica in place of one that failed, or gives up when none is left
 // and too few can still answer.
 func (rd *Read) replace(wantData bool) []Effect {
+	rd.failures++
 	if len(rd.spare) > 0 {
 		id := rd.spare[0]
 		rd.spare = rd.spare[1:]
@@ -189,6 +192,12 @@ func (rd *Read) progress() []Effect {
 			fx = append(fx, rd.ask(e.id, true))
 		}
 		rd.digests = rd.digests[:0]
+		if rd.widen {
+			for _, id := range rd.spare {
+				fx = append(fx, rd.ask(id, true))
+			}
+			rd.spare = nil
+		}
 		return sortEffects(fx)
 	}
 	return rd.resolve()
@@ -238,6 +247,14 @@ func (rd *Read) fail() []Effect {
 	}
 	return rd.reply(Reply{Err: ErrTimeout})
 }
+
+// Disagreed reports whether the answers disagreed, so that rows were asked for, merged
+// and the stale replicas repaired.
+func (rd *Read) Disagreed() bool { return rd.full }
+
+// Failures returns how many replicas failed to answer a read (each replaced by a spare
+// when one was left).
+func (rd *Read) Failures() int { return rd.failures }
 
 // OnTimeout takes the request's deadline passing: the client gets ErrTimeout unless it
 // already has its answer.

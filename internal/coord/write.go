@@ -117,6 +117,10 @@ func (w *Write) check() []Effect {
 	return nil
 }
 
+// FellBack reports whether a counted target failed, so that every acknowledgement
+// counted from then on (the engine-aware write waiting for the read-optimized replica).
+func (w *Write) FellBack() bool { return w.fallback }
+
 // Done reports whether every target has answered or timed out: the driver may forget
 // the request.
 func (w *Write) Done() bool { return w.replied && len(w.pending) == 0 }

@@ -87,7 +87,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if c.hints, err = hint.Open(filepath.Join(d.path, "hints"), hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes}); err != nil {
 		return nil, err
 	}
-	c.metrics = newClusterMetrics(reg, c.hints)
+	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
 	reg.MustRegister(internodeCollector{c})
 	if err := c.startServer(); err != nil {
 		c.close(context.Background())
@@ -259,7 +259,8 @@ func (c *clusterNode) newStore() *clusterStore {
 	if c.cfg.ReadRepair == "blocking" {
 		mode = coord.RepairBlocking
 	}
-	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: coord.Uniform{}, level: level,
+	policy, _ := coord.PolicyByName(c.cfg.Routing) // validated by config
+	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
 		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, metrics: c.metrics, log: c.log}
 }
 

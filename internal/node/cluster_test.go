@@ -147,7 +147,8 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	metrics, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
 	for _, want := range []string{`kura_coordinator_requests_total{op="write",result="ok"}`,
-		"kura_hints_stored_total", "kura_hints_replayed_total", `kura_replica_requests_total{method="write"}`,
+		"kura_hints_stored_total", "kura_hints_replayed_total", `kura_replica_requests_total{method="write",role=`,
+		`kura_coordinator_replica_requests_total{method="write",role=`,
 		`kura_internode_frames_written_total{side="client"}`, `kura_internode_flushes_total{side="server"}`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hint"
 	"github.com/kuradb/kura/internal/transport"
 	"github.com/kuradb/kura/internal/wire"
@@ -26,9 +27,13 @@ type clusterMetrics struct {
 	hintsDropped prometheus.Counter
 	hintsSent    prometheus.Counter
 	readRepairs  prometheus.Counter
+	// sent[role][method]: requests this coordinator sent to replicas, by the replica's
+	// engine role (method 0 read, 1 write).
+	sent      [engine.InMemory + 1][2]prometheus.Counter
+	fallbacks *prometheus.CounterVec // op, reason
 }
 
-func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store) *clusterMetrics {
+func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine.Role) *clusterMetrics {
 	m := &clusterMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_requests_total",
 			Help: "Reads and writes this node coordinated, by outcome (ok, unavailable, timeout, error)."}, []string{"op", "result"}),
@@ -36,7 +41,8 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store) *clusterMet
 			Help:    "Time from the start of a coordinated read or write to its reply.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"op"}),
 		replica: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_replica_requests_total",
-			Help: "Internode requests this node served as a replica, by method."}, []string{"method"}),
+			Help:        "Requests this node served as a replica (its own coordinator's included), by method; role is the node's engine role.",
+			ConstLabels: prometheus.Labels{"role": role.String()}}, []string{"method"}),
 		hintsStored: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_stored_total",
 			Help: "Writes kept as hints for replicas that were down or failed."}),
 		hintsDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_dropped_total",
@@ -57,8 +63,53 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store) *clusterMet
 	m.replicaRead = m.replica.WithLabelValues("read")
 	m.replicaWrite = m.replica.WithLabelValues("write")
 	m.replicaOther = m.replica.WithLabelValues("other")
-	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending)
+	sent := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_replica_requests_total",
+		Help: "Reads and writes (read repairs included) this node sent to replicas as coordinator, by the replica's engine role."},
+		[]string{"role", "method"})
+	for r := range m.sent {
+		for k, method := range []string{"read", "write"} {
+			m.sent[r][k] = sent.WithLabelValues(engine.Role(r).String(), method)
+		}
+	}
+	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_fallbacks_total",
+		Help: "Coordinated requests that left their policy's first plan: a write whose counted replica failed " +
+			"(reason sync_failed), a read whose replica failed (replica_failed) or whose answers disagreed (disagreed)."},
+		[]string{"op", "reason"})
+	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending,
+		sent, m.fallbacks)
 	return m
+}
+
+// sentTo records a request this coordinator sent to a replica of role.
+func (m *clusterMetrics) sentTo(role engine.Role, method uint16) {
+	if m == nil || int(role) >= len(m.sent) {
+		return
+	}
+	k := 0
+	if method == wire.MethodWrite {
+		k = 1
+	}
+	m.sent[role][k].Inc()
+}
+
+// readDone records how a coordinated read left its first plan.
+func (m *clusterMetrics) readDone(rd *coord.Read) {
+	if m == nil {
+		return
+	}
+	if n := rd.Failures(); n > 0 {
+		m.fallbacks.WithLabelValues("read", "replica_failed").Add(float64(n))
+	}
+	if rd.Disagreed() {
+		m.fallbacks.WithLabelValues("read", "disagreed").Inc()
+	}
+}
+
+// writeDone records whether a coordinated write fell back.
+func (m *clusterMetrics) writeDone(w *coord.Write) {
+	if m != nil && w.FellBack() {
+		m.fallbacks.WithLabelValues("write", "sync_failed").Inc()
+	}
 }
 
 // internodeCollector exports, at scrape time, what the internode transport wrote: frames

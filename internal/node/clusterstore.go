@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/lazyctx"
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
@@ -101,24 +102,25 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	replicas := s.replicas(m.Key)
 	w, fx := coord.StartWrite(m, level, replicas, s.policy)
 	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
-	reply, done := s.runWrite(ctx, fx, results)
+	reply, done := s.runWrite(ctx, replicas, fx, results)
 	for !done {
 		select {
 		case r := <-results:
-			reply, done = s.runWrite(ctx, w.OnResponse(r.from, r.err), results)
+			reply, done = s.runWrite(ctx, replicas, w.OnResponse(r.from, r.err), results)
 		case <-timer.C:
-			reply, done = s.runWrite(ctx, w.OnTimeout(), results)
+			reply, done = s.runWrite(ctx, replicas, w.OnTimeout(), results)
 		}
 	}
 	finish := func() {
 		for !w.Done() {
 			select {
 			case r := <-results:
-				s.runWrite(ctx, w.OnResponse(r.from, r.err), results)
+				s.runWrite(ctx, replicas, w.OnResponse(r.from, r.err), results)
 			case <-timer.C: // not yet fired: OnTimeout leaves nothing pending
-				s.runWrite(ctx, w.OnTimeout(), results)
+				s.runWrite(ctx, replicas, w.OnTimeout(), results)
 			}
 		}
+		s.metrics.writeDone(w)
 		putTimer(timer)
 		ctx.Release()
 	}
@@ -131,13 +133,14 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 }
 
 // runWrite carries out a write's effects and returns its reply once there is one.
-func (s *clusterStore) runWrite(ctx context.Context, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
+func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
 	var reply coord.Reply
 	done := false
 	var local *coord.SendWrite
 	for _, e := range fx {
 		switch e := e.(type) {
 		case coord.SendWrite:
+			s.metrics.sentTo(roleOf(replicas, e.To), wire.MethodWrite)
 			if s.isLocal(e.To) {
 				local = &e
 				continue
@@ -155,6 +158,16 @@ func (s *clusterStore) runWrite(ctx context.Context, fx []coord.Effect, results 
 		results <- writeResult{local.To, s.local.Write([]row.Mutation{local.Mutation})}
 	}
 	return reply, done
+}
+
+// roleOf returns the engine role of replica id in replicas.
+func roleOf(replicas []coord.Replica, id ring.NodeID) engine.Role {
+	for _, r := range replicas {
+		if r.ID == id {
+			return r.Role
+		}
+	}
+	return engine.RoleUnknown
 }
 
 // isLocal reports whether replica id is this node's own, called directly.
@@ -205,7 +218,7 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
 	// At most a digest read, a data read and a repair per replica: sends never block,
 	// whenever the read stops listening.
-	run := newReadRun(s, ctx, key, 3*len(replicas))
+	run := newReadRun(s, ctx, key, replicas, 3*len(replicas))
 	reply, done := run.effects(fx)
 	for !done {
 		select {
@@ -220,6 +233,7 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 			reply, done = run.effects(rd.OnTimeout())
 		}
 	}
+	s.metrics.readDone(rd)
 	if run.out == 0 {
 		ctx.Release()
 		readRuns.Put(run) // nothing will send on its channel any more
@@ -255,22 +269,23 @@ func putTimer(t *time.Timer) {
 // outstanding.
 var readRuns sync.Pool
 
-func newReadRun(s *clusterStore, ctx context.Context, key []byte, room int) *readRun {
+func newReadRun(s *clusterStore, ctx context.Context, key []byte, replicas []coord.Replica, room int) *readRun {
 	run, _ := readRuns.Get().(*readRun)
 	if run == nil || cap(run.results) < room {
 		run = &readRun{results: make(chan readResult, room)}
 	}
-	run.s, run.ctx, run.key, run.out = s, ctx, key, 0
+	run.s, run.ctx, run.key, run.replicas, run.out = s, ctx, key, replicas, 0
 	return run
 }
 
 // readRun carries out one read's effects.
 type readRun struct {
-	s       *clusterStore
-	ctx     context.Context
-	key     []byte
-	results chan readResult
-	out     int // requests sent whose answers are not yet taken from results
+	s        *clusterStore
+	ctx      context.Context
+	key      []byte
+	replicas []coord.Replica
+	results  chan readResult
+	out      int // requests sent whose answers are not yet taken from results
 }
 
 // effects carries out fx and returns the read's reply once there is one.
@@ -283,6 +298,7 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 		switch e := e.(type) {
 		case coord.SendRead:
 			run.out++
+			s.metrics.sentTo(roleOf(run.replicas, e.To), wire.MethodRead)
 			if s.isLocal(e.To) {
 				local = append(local, e)
 				continue
@@ -294,6 +310,7 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 		case coord.SendWrite: // read repair
 			run.out++
 			s.metrics.repair()
+			s.metrics.sentTo(roleOf(run.replicas, e.To), wire.MethodWrite)
 			if s.isLocal(e.To) {
 				local = append(local, e)
 				continue

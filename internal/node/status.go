@@ -14,6 +14,7 @@ type ClusterStatus struct {
 	Self              string         `json:"self"`
 	ReplicationFactor int            `json:"replication_factor"`
 	Placement         string         `json:"placement"`
+	Routing           string         `json:"routing"`
 	Members           []MemberStatus `json:"members"`
 	Tokens            []TokenOwner   `json:"tokens"`
 	Hints             []HintStatus   `json:"hints"`
@@ -53,7 +54,8 @@ type HintStatus struct {
 // status builds the node's ClusterStatus.
 func (c *clusterNode) status() ClusterStatus {
 	st := c.state.Load()
-	out := ClusterStatus{Self: string(c.self), ReplicationFactor: c.cfg.ReplicationFactor, Placement: c.cfg.Placement}
+	out := ClusterStatus{Self: string(c.self), ReplicationFactor: c.cfg.ReplicationFactor, Placement: c.cfg.Placement,
+		Routing: c.cfg.Routing}
 	var own, repl map[ring.NodeID]float64
 	if st.ring != nil {
 		own, repl = st.ring.Ownership(), ring.ReplicatedOwnership(st.ring, c.strategy, c.cfg.ReplicationFactor)
