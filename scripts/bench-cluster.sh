@@ -6,7 +6,8 @@
 #   scripts/bench-cluster.sh [OUT]        (default OUT: bench-results/cluster)
 #
 # Environment: RECORDS (100000), THREADS (40: the papers' client threads for throughput, seed
-# 000 Fig. 7), RUN (20s), WARMUP (5s), BASE_PORT (26380),
+# 000 Fig. 7), RUN (20s), WARMUP (30s: long enough for the nodes' row caches to have seen
+# the keys, so that the runs measure the steady state), BASE_PORT (26380),
 # SERVER_FLAGS (extra flags for every node, e.g. "--lsm-row-cache-bytes=268435456").
 # Client connections are spread over the three nodes, so every node coordinates a third of
 # the requests. RSS of every node is sampled in the middle of each run.
@@ -16,7 +17,7 @@ OUT=${1:-bench-results/cluster}
 RECORDS=${RECORDS:-100000}
 THREADS=${THREADS:-40}
 RUN=${RUN:-20s}
-WARMUP=${WARMUP:-5s}
+WARMUP=${WARMUP:-30s}
 BASE=${BASE_PORT:-26380}
 DEV_FLAGS=()
 for flag in ${SERVER_FLAGS:-}; do DEV_FLAGS+=("--server-flag=$flag"); done
