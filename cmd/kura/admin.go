@@ -91,11 +91,14 @@ func printStatus(w io.Writer, st *node.ClusterStatus) {
 		if m.Up {
 			state = "U"
 		}
+		if m.Refilling {
+			state += "F"
+		}
 		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\n", h, state, strings.ToUpper(m.Status[:1]),
 			m.ID, m.Rack, m.Engine, m.Role, humanBytes(m.Load), m.Tokens, 100*m.Owns, 100*m.OwnsRepl, m.ClientAddr)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "state: U/D then J joining, N normal, L leaving, R removed")
+	fmt.Fprintln(w, "state: U/D (F: refilling, not read from) then J joining, N normal, L leaving, R removed")
 }
 
 // humanBytes renders n bytes in binary units, as nodetool shows load.

@@ -26,6 +26,8 @@ func TestPrintStatus(t *testing.T) {
 			ClientAddr: "127.0.0.1:1", Tokens: 16, Load: 1536, Owns: 0.25, OwnsRepl: 1.0 / 3},
 		{ID: "c", Host: "host1", Rack: "r1", Engine: "memory", Role: "in-memory", Status: "joining", Up: true,
 			ClientAddr: "127.0.0.1:3", Tokens: 0},
+		{ID: "d", Host: "host2", Rack: "r1", Engine: "memory", Role: "in-memory", Status: "normal", Up: true, Refilling: true,
+			ClientAddr: "127.0.0.1:4", Tokens: 16, Load: 2 << 20, Owns: 0.25, OwnsRepl: 1.0 / 3},
 	}}
 	var b strings.Builder
 	printStatus(&b, st)
@@ -34,7 +36,8 @@ host   state  id  rack  engine  role             load     tokens  owns   owns (r
 host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%              127.0.0.1:1
        UJ     c   r1    memory  in-memory        0 B      0       0.0%   0.0%               127.0.0.1:3
 host2  UN     b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              127.0.0.1:2
-state: U/D then J joining, N normal, L leaving, R removed
+       UFN    d   r1    memory  in-memory        2.0 MiB  16      25.0%  33.3%              127.0.0.1:4
+state: U/D (F: refilling, not read from) then J joining, N normal, L leaving, R removed
 `
 	if got := b.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -48,8 +48,11 @@ type Member struct {
 	Status        Status       `json:"status"`
 	// Load is the bytes of data the member holds (on disk; in memory for an in-memory
 	// engine), as it last announced; members announce it every few seconds when it moved.
-	Load    int64  `json:"load"`
-	Version uint64 `json:"version"`
+	Load int64 `json:"load"`
+	// Refilling is set by an in-memory member that restarted and is pulling its rows back
+	// from its peers: it takes writes but must not be read from until it clears it.
+	Refilling bool   `json:"refilling,omitempty"`
+	Version   uint64 `json:"version"`
 	// Up is this node's failure detector's opinion; it is not gossiped or saved.
 	Up bool `json:"-"`
 }

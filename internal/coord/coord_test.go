@@ -60,12 +60,12 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		}
 		return "", nil
 	case "replicas":
-		// One replica per line: its ID, then optionally its engine (lsm, btree, memory)
-		// and "down".
+		// One replica per line: its ID, then optionally its engine (lsm, btree, memory),
+		// "down" and "refilling".
 		tr.replicas = nil
 		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
 			f := strings.Fields(line)
-			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down")}
+			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Refilling: slices.Contains(f, "refilling")}
 			for name, role := range map[string]engine.Role{"lsm": engine.WriteOptimized, "btree": engine.ReadOptimized, "memory": engine.InMemory} {
 				if slices.Contains(f, name) {
 					r.Role = role

@@ -13,7 +13,14 @@ type Replica struct {
 	ID   ring.NodeID
 	Up   bool        // the failure detector's view; down replicas are not asked
 	Role engine.Role // the replica's engine role, for engine-aware policies
+	// Refilling replicas take writes but are asked no reads and count toward no read
+	// level: an in-memory replica that restarted with less than it had acknowledged is
+	// pulling its rows back from its peers, and would answer "not found" for the rest.
+	Refilling bool
 }
+
+// readable reports whether r may be asked to read.
+func (r Replica) readable() bool { return r.Up && !r.Refilling }
 
 // WritePlan is a policy's decision for one write.
 type WritePlan struct {
@@ -85,7 +92,7 @@ func (Uniform) PlanRead(replicas []Replica, need int) ReadPlan {
 	var p ReadPlan
 	for _, r := range replicas {
 		switch {
-		case !r.Up:
+		case !r.readable():
 		case p.Data == "":
 			p.Data = r.ID
 		case len(p.Digests) < need-1:
@@ -102,6 +109,17 @@ func live(replicas []Replica) int {
 	n := 0
 	for _, r := range replicas {
 		if r.Up {
+			n++
+		}
+	}
+	return n
+}
+
+// readableCount counts the replicas a read may ask.
+func readableCount(replicas []Replica) int {
+	n := 0
+	for _, r := range replicas {
+		if r.readable() {
 			n++
 		}
 	}

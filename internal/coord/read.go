@@ -83,11 +83,12 @@ type Read struct {
 	replied  bool
 }
 
-// StartRead begins reading key at level from replicas under p. With fewer live replicas
-// than the level needs it replies ErrUnavailable at once and sends nothing.
+// StartRead begins reading key at level from replicas under p. With fewer readable
+// replicas (up and not refilling) than the level needs it replies ErrUnavailable at once
+// and sends nothing.
 func StartRead(key []byte, level Level, replicas []Replica, p Policy, mode RepairMode) (*Read, []Effect) {
 	rd := &Read{key: key, need: level.Required(len(replicas)), mode: mode}
-	if live(replicas) < rd.need || rd.need == 0 {
+	if readableCount(replicas) < rd.need || rd.need == 0 {
 		rd.replied = true
 		return rd, []Effect{Reply{Err: ErrUnavailable}}
 	}

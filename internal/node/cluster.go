@@ -101,6 +101,8 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	}
 	if saved, ok := view.Member(self.ID); ok && len(saved.Tokens) > 0 {
 		self.Tokens, self.Status = saved.Tokens, cluster.Normal
+		// An in-memory engine lost what it took since its last snapshot (see refill.go).
+		self.Refilling = eng.Role() == engine.InMemory
 	} else {
 		self.Status = cluster.Joining
 	}
@@ -120,6 +122,11 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if err := c.join(self); err != nil {
 		c.close(context.Background())
 		return nil, err
+	}
+	if self.Refilling {
+		c.log.Info("in-memory node restarted: refilling from peers before serving reads")
+		c.wg.Add(1)
+		go c.refill()
 	}
 	return c, nil
 }
@@ -286,7 +293,7 @@ func (c *clusterNode) replicaSet(st *clusterState, t ring.Token) []coord.Replica
 	out := make([]coord.Replica, 0, len(ids))
 	for _, id := range ids {
 		m := st.members[id]
-		r := coord.Replica{ID: id, Up: id == c.self || m.Up, Role: m.Role}
+		r := coord.Replica{ID: id, Up: id == c.self || m.Up, Role: m.Role, Refilling: m.Refilling}
 		if id == c.self {
 			// Closest first: the policy asks the first replica for the row, and this
 			// node's own copy answers without a network round trip.

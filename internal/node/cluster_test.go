@@ -166,7 +166,10 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	if err := conn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n2 sees n3 up again", func() bool { return n2.cluster.state.Load().members[id3].Up })
+	eventually(t, "n2 sees n3 up again, refilled (it runs the memory engine)", func() bool {
+		m := n2.cluster.state.Load().members[id3]
+		return m.Up && !m.Refilling
+	})
 	for _, k := range []string{"k", "k2"} {
 		if v, err := conn.Get(ctx, k).Result(); err != nil || v == "" {
 			t.Errorf("GET %s at ALL: %q %v", k, v, err)

@@ -29,6 +29,7 @@ type MemberStatus struct {
 	Role       string  `json:"role"`
 	Status     string  `json:"status"`
 	Up         bool    `json:"up"`
+	Refilling  bool    `json:"refilling,omitempty"` // an in-memory node pulling its rows back: not read from
 	ClientAddr string  `json:"client_addr"`
 	AdminAddr  string  `json:"admin_addr"`
 	Tokens     int     `json:"tokens"`
@@ -76,7 +77,7 @@ func (c *clusterNode) status() ClusterStatus {
 	}
 	for _, m := range c.gossip.Members() {
 		out.Members = append(out.Members, MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
-			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == c.self,
+			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == c.self, Refilling: m.Refilling,
 			ClientAddr: m.ClientAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
 			Owns: own[m.ID], OwnsRepl: repl[m.ID]})
 	}

@@ -1,10 +1,12 @@
 // Package replica serves the internode requests a node receives as a replica: it applies
-// writes (client writes, hint replays, read repairs) to the local engine and answers reads
-// and digest reads from it. Keys are stored token-prefixed (ring.EngineKey), so that the
+// writes (client writes, hint replays, read repairs) to the local engine, answers reads
+// and digest reads from it, and pages through a range of it for a peer refilling itself
+// (scans). Keys are stored token-prefixed (ring.EngineKey), so that the
 // engine's order is the ring's order.
 package replica
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -27,6 +29,8 @@ func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]by
 		return nil, h.write(payload)
 	case wire.MethodRead:
 		return h.read(payload)
+	case wire.MethodScan:
+		return h.scan(payload)
 	}
 	return nil, fmt.Errorf("replica: unknown method %d", method)
 }
@@ -90,6 +94,48 @@ func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
 	resp := wire.ReadResponse{Found: found, Row: r}
 	if digest {
 		resp.Digest = coord.Digest(r, found)
+	}
+	return resp, nil
+}
+
+func (h *Handler) scan(payload []byte) ([]byte, error) {
+	req, err := wire.DecodeScanRequest(payload)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.Scan(req)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendScanResponse(nil, &resp), nil
+}
+
+// Scan returns one page of the rows with req.Lo <= engine key < req.Hi, as Get returns
+// them (tombstones included, so that deletes reach the peer), with the keys clients gave.
+func (h *Handler) Scan(req wire.ScanRequest) (wire.ScanResponse, error) {
+	it, err := h.Engine.NewIterator(req.Lo, req.Hi)
+	if err != nil {
+		return wire.ScanResponse{}, fmt.Errorf("replica: scan: %w", err)
+	}
+	defer it.Close()
+	var resp wire.ScanResponse
+	size := 0
+	for it.Next() {
+		_, key, err := ring.SplitEngineKey(it.Key())
+		if err != nil {
+			return wire.ScanResponse{}, fmt.Errorf("replica: scan: %w", err)
+		}
+		r := it.Row()
+		resp.Rows = append(resp.Rows, row.Mutation{Key: bytes.Clone(key), Row: r.Clone()})
+		size += row.EncodedSize(&r)
+		if len(resp.Rows) == req.Rows || size >= req.Bytes {
+			// The smallest engine key after this one: the next page starts there.
+			resp.Next = append(bytes.Clone(it.Key()), 0)
+			break
+		}
+	}
+	if err := it.Err(); err != nil {
+		return wire.ScanResponse{}, fmt.Errorf("replica: scan: %w", err)
 	}
 	return resp, nil
 }

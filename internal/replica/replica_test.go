@@ -127,3 +127,72 @@ func TestReplicaRejectsBadRequests(t *testing.T) {
 		t.Errorf("read after bad requests: %v", err)
 	}
 }
+
+// Paging through a token range over the transport returns every row in it once, with the
+// keys clients gave and tombstones included, and nothing outside it.
+func TestReplicaScansARangeInPages(t *testing.T) {
+	cl, _ := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ms []row.Mutation
+	now := time.Now().UnixMicro() // tombstones younger than the grace period are kept
+	for i := range 500 {
+		r := cellRow("v", now+int64(i))
+		if i%7 == 0 {
+			r = row.Row{Cells: []row.Cell{{Name: []byte("c"), Timestamp: now + int64(i), Tombstone: true}}}
+		}
+		ms = append(ms, row.Mutation{Key: []byte("key" + string(rune('a'+i%26)) + string(rune('0'+i/26))), Row: r})
+	}
+	if _, err := cl.Call(ctx, wire.MethodWrite, wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: ms})); err != nil {
+		t.Fatal(err)
+	}
+	start, end := ring.Token(-1<<62), ring.Token(1<<62) // half the ring
+	want := map[string]row.Row{}
+	for _, m := range ms {
+		if tok := ring.TokenOf(m.Key); tok > start && tok <= end {
+			want[string(m.Key)] = m.Row
+		}
+	}
+	got := map[string]row.Row{}
+	pages := 0
+	for _, kr := range ring.EngineKeyRanges(start, end) {
+		lo := kr.Lo
+		for {
+			b, err := cl.Call(ctx, wire.MethodScan, wire.AppendScanRequest(nil, &wire.ScanRequest{Lo: lo, Hi: kr.Hi, Rows: 16, Bytes: 1 << 20}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := wire.DecodeScanResponse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, m := range resp.Rows {
+				if _, dup := got[string(m.Key)]; dup {
+					t.Fatalf("%q returned twice", m.Key)
+				}
+				got[string(m.Key)] = m.Row.Clone()
+			}
+			if resp.Next == nil {
+				break
+			}
+			lo = resp.Next
+		}
+	}
+	if len(got) != len(want) || pages < len(want)/16 {
+		t.Fatalf("%d rows in %d pages, want %d rows", len(got), pages, len(want))
+	}
+	for k, r := range want {
+		if g, ok := got[k]; !ok || coord.Digest(g, true) != coord.Digest(r, true) {
+			t.Fatalf("%q: got %+v, want %+v", k, g, r)
+		}
+	}
+	// A page stops once it holds Bytes of rows, after at least one row.
+	b, err := cl.Call(ctx, wire.MethodScan, wire.AppendScanRequest(nil, &wire.ScanRequest{Rows: 100, Bytes: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := wire.DecodeScanResponse(b); err != nil || len(resp.Rows) != 1 || resp.Next == nil {
+		t.Fatalf("a page of one byte: %d rows, next %x, %v", len(resp.Rows), resp.Next, err)
+	}
+}

@@ -31,3 +31,36 @@ func SplitEngineKey(ek []byte) (Token, []byte, error) {
 	}
 	return Token(binary.BigEndian.Uint64(ek) ^ (1 << 63)), ek[EngineKeyPrefixLen:], nil
 }
+
+// KeyRange is a range of engine keys: Lo <= key < Hi, where a nil Lo means from the first
+// key and a nil Hi to the last.
+type KeyRange struct{ Lo, Hi []byte }
+
+// EngineKeyRanges returns the engine key ranges that hold the keys whose tokens lie in the
+// ring range (start, end], wrapping past MaxToken when start >= end: one range, or two
+// when it wraps. start == end is the whole ring (a ring of one vnode).
+func EngineKeyRanges(start, end Token) []KeyRange {
+	after := func(t Token) []byte { // the first engine key of a token above t, nil past the end
+		if t == MaxToken {
+			return nil
+		}
+		return AppendTokenPrefix(nil, t+1)
+	}
+	if start < end {
+		return []KeyRange{{Lo: after(start), Hi: after(end)}}
+	}
+	if start == end {
+		return []KeyRange{{}}
+	}
+	out := []KeyRange{{Lo: nil, Hi: after(end)}}
+	if start != MaxToken {
+		out = append(out, KeyRange{Lo: after(start), Hi: nil})
+	}
+	return out
+}
+
+// RangeStart returns the token after which range i (see RangeIndex) starts: the end of
+// the range before it, wrapping.
+func (r *Ring) RangeStart(i int) Token {
+	return r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
+}

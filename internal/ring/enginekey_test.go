@@ -39,3 +39,50 @@ func TestEngineKeysSortInRingOrder(t *testing.T) {
 		t.Error("short engine key accepted")
 	}
 }
+
+// A key lies in EngineKeyRanges(start, end) exactly when its token lies in the ring range
+// (start, end], wrapping: checked at the boundaries and at random tokens.
+func TestEngineKeyRangesHoldExactlyTheRangesTokens(t *testing.T) {
+	rng := testRNG(t)
+	inRing := func(start, end, tok Token) bool {
+		switch {
+		case start < end:
+			return start < tok && tok <= end
+		case start > end:
+			return tok > start || tok <= end
+		}
+		return true // start == end: the whole ring
+	}
+	inKeys := func(krs []KeyRange, ek []byte) bool {
+		n := 0
+		for _, kr := range krs {
+			if (kr.Lo == nil || string(ek) >= string(kr.Lo)) && (kr.Hi == nil || string(ek) < string(kr.Hi)) {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("engine key %x in %d of the ranges %v", ek, n, krs)
+		}
+		return n == 1
+	}
+	for range 2000 {
+		start, end := Token(rng.Uint64()), Token(rng.Uint64())
+		switch rng.IntN(6) {
+		case 0:
+			end = start
+		case 1:
+			start = MaxToken
+		case 2:
+			end = MaxToken
+		case 3:
+			start = MinToken
+		}
+		krs := EngineKeyRanges(start, end)
+		for _, tok := range []Token{start, start + 1, start - 1, end, end + 1, end - 1, MinToken, MaxToken, Token(rng.Uint64())} {
+			ek := append(AppendTokenPrefix(nil, tok), 'k')
+			if got, want := inKeys(krs, ek), inRing(start, end, tok); got != want {
+				t.Fatalf("range (%d, %d]: token %d in engine key ranges %t, in ring range %t", start, end, tok, got, want)
+			}
+		}
+	}
+}

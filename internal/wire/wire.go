@@ -20,6 +20,7 @@ import (
 const (
 	MethodWrite uint16 = 1 // WriteRequest -> empty response
 	MethodRead  uint16 = 2 // ReadRequest -> ReadResponse
+	MethodScan  uint16 = 3 // ScanRequest -> ScanResponse
 )
 
 // Version is the format of every payload this code writes.
@@ -74,27 +75,36 @@ func DecodeWriteRequest(b []byte) (WriteRequest, error) {
 	if err != nil {
 		return WriteRequest{}, err
 	}
-	n, err := d.count(MaxMutations)
+	ms, err := d.mutations()
 	if err != nil {
 		return WriteRequest{}, err
 	}
-	m := WriteRequest{Mutations: make([]row.Mutation, 0, n)}
+	return WriteRequest{Mutations: ms}, d.end()
+}
+
+// mutations reads a count and that many keys and rows (AppendWriteRequest's body).
+func (d *decoder) mutations() ([]row.Mutation, error) {
+	n, err := d.count(MaxMutations)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]row.Mutation, 0, n)
 	for range n {
 		key, err := d.bytes(row.MaxKeySize)
 		if err != nil {
-			return WriteRequest{}, err
+			return nil, err
 		}
 		enc, err := d.bytes(len(d.buf))
 		if err != nil {
-			return WriteRequest{}, err
+			return nil, err
 		}
 		r, err := row.Decode(enc)
 		if err != nil {
-			return WriteRequest{}, fmt.Errorf("%w: row of %q: %w", ErrCorrupt, key, err)
+			return nil, fmt.Errorf("%w: row of %q: %w", ErrCorrupt, key, err)
 		}
-		m.Mutations = append(m.Mutations, row.Mutation{Key: key, Row: r})
+		ms = append(ms, row.Mutation{Key: key, Row: r})
 	}
-	return m, d.end()
+	return ms, nil
 }
 
 // AppendReadRequest appends m's encoding to dst.
@@ -123,6 +133,119 @@ func DecodeReadRequest(b []byte) (ReadRequest, error) {
 		return ReadRequest{}, err
 	}
 	return ReadRequest{Key: key, Digest: flags == 1}, d.end()
+}
+
+// Bounds of one ScanResponse page.
+const (
+	MaxScanRows  = MaxMutations
+	MaxScanBytes = 8 << 20
+)
+
+// ScanRequest asks a replica for one page of the rows it stores with Lo <= engine key < Hi
+// (ring.EngineKey: a token range of the ring is one such range). A nil Hi means to the
+// end. The page holds at most Rows rows and stops after the row that takes it past Bytes
+// bytes of row encodings (at least one row, whatever its size).
+type ScanRequest struct {
+	Lo, Hi []byte
+	Rows   int
+	Bytes  int
+}
+
+// ScanResponse is one page: rows as Get returns them (tombstones included), keys as
+// clients give them, and Next, the engine key to ask from for the next page, or nil when
+// the range is done.
+type ScanResponse struct {
+	Rows []row.Mutation
+	Next []byte
+}
+
+// AppendScanRequest appends m's encoding to dst.
+func AppendScanRequest(dst []byte, m *ScanRequest) []byte {
+	dst = append(dst, Version)
+	dst = appendBytes(dst, m.Lo)
+	if m.Hi == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = appendBytes(append(dst, 1), m.Hi)
+	}
+	dst = binary.AppendUvarint(dst, uint64(m.Rows))
+	return binary.AppendUvarint(dst, uint64(m.Bytes))
+}
+
+// DecodeScanRequest parses a ScanRequest; Lo and Hi alias b. Rows and Bytes are capped
+// at MaxScanRows and MaxScanBytes, and raised to 1.
+func DecodeScanRequest(b []byte) (ScanRequest, error) {
+	d, err := newDecoder(b)
+	if err != nil {
+		return ScanRequest{}, err
+	}
+	var m ScanRequest
+	if m.Lo, err = d.bytes(maxEngineKey); err != nil {
+		return ScanRequest{}, err
+	}
+	hasHi, err := d.byte()
+	switch {
+	case err != nil:
+		return ScanRequest{}, err
+	case hasHi > 1:
+		return ScanRequest{}, fmt.Errorf("%w: scan bound flag %d", ErrCorrupt, hasHi)
+	case hasHi == 1:
+		if m.Hi, err = d.bytes(maxEngineKey); err != nil {
+			return ScanRequest{}, err
+		}
+	}
+	rows, err := d.uvarint()
+	if err != nil {
+		return ScanRequest{}, err
+	}
+	size, err := d.uvarint()
+	if err != nil {
+		return ScanRequest{}, err
+	}
+	m.Rows, m.Bytes = int(max(min(rows, MaxScanRows), 1)), int(max(min(size, MaxScanBytes), 1))
+	return m, d.end()
+}
+
+// maxEngineKey bounds a scan bound: a token prefix and a key.
+const maxEngineKey = 8 + row.MaxKeySize
+
+// AppendScanResponse appends m's encoding to dst.
+func AppendScanResponse(dst []byte, m *ScanResponse) []byte {
+	dst = append(AppendWriteRequest(dst, &WriteRequest{Mutations: m.Rows}), 0)
+	if m.Next != nil {
+		dst[len(dst)-1] = 1
+		dst = appendBytes(dst, m.Next)
+	}
+	return dst
+}
+
+// DecodeScanResponse parses a ScanResponse; keys, rows and Next alias b.
+func DecodeScanResponse(b []byte) (ScanResponse, error) {
+	d, err := newDecoder(b)
+	if err != nil {
+		return ScanResponse{}, err
+	}
+	rows, err := d.mutations()
+	if err != nil {
+		return ScanResponse{}, err
+	}
+	m := ScanResponse{Rows: rows}
+	more, err := d.byte()
+	switch {
+	case err != nil:
+		return ScanResponse{}, err
+	case more > 1:
+		return ScanResponse{}, fmt.Errorf("%w: scan continuation flag %d", ErrCorrupt, more)
+	case more == 1:
+		if m.Next, err = d.bytes(maxEngineKey); err != nil {
+			return ScanResponse{}, err
+		}
+	}
+	return m, d.end()
+}
+
+func appendBytes(dst, b []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
 }
 
 // Response kinds in a ReadResponse's encoding.

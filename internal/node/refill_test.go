@@ -1,0 +1,217 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Every key this node replicates lies in exactly one refill task's key ranges, and a key
+// it does not replicate in none; sources are the key's other replicas, write-optimized
+// first.
+func TestRefillTasksCoverExactlyTheRangesANodeReplicates(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	roles := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
+	for trial := range 20 {
+		taken := map[ring.Token]bool{}
+		var nodes []ring.Node
+		for h := range 2 + rng.IntN(4) {
+			for _, role := range roles {
+				nodes = append(nodes, ring.Node{ID: ring.NodeID(fmt.Sprintf("h%d-%d", h, role)), Host: fmt.Sprintf("h%d", h),
+					Role: role, Tokens: ring.RandomTokens(rng, 1+rng.IntN(8), taken)})
+				for _, tk := range nodes[len(nodes)-1].Tokens {
+					taken[tk] = true
+				}
+			}
+		}
+		r, err := ring.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := nodes[rng.IntN(len(nodes))].ID
+		tasks := refillTasks(r, ring.EngineDiverse{}, 3, self)
+		for range 500 {
+			key := fmt.Appendf(nil, "key%d", rng.Uint64())
+			ek := ring.EngineKey(key)
+			set := ring.EngineDiverse{}.Replicas(r, ring.TokenOf(key), 3)
+			var in []refillTask
+			for _, task := range tasks {
+				for _, kr := range task.keys {
+					if (kr.Lo == nil || string(ek) >= string(kr.Lo)) && (kr.Hi == nil || string(ek) < string(kr.Hi)) {
+						in = append(in, task)
+					}
+				}
+			}
+			if !slices.Contains(set, self) {
+				if len(in) != 0 {
+					t.Fatalf("trial %d: %q (replicas %v) is in %d refill tasks of %s", trial, key, set, len(in), self)
+				}
+				continue
+			}
+			if len(in) != 1 {
+				t.Fatalf("trial %d: %q (replicas %v) is in %d refill tasks of %s, want 1", trial, key, set, len(in), self)
+			}
+			want := slices.DeleteFunc(slices.Clone(set), func(id ring.NodeID) bool { return id == self })
+			if got := in[0].sources; len(got) != len(want) || !sameSet(got, want) {
+				t.Fatalf("trial %d: sources %v, want %v", trial, got, want)
+			}
+			if n, _ := r.Node(in[0].sources[0]); len(want) > 0 && slices.ContainsFunc(want, func(id ring.NodeID) bool {
+				m, _ := r.Node(id)
+				return m.Role == engine.WriteOptimized
+			}) && n.Role != engine.WriteOptimized {
+				t.Fatalf("trial %d: sources %v do not start with the write-optimized replica", trial, in[0].sources)
+			}
+		}
+	}
+}
+
+func sameSet(a, b []ring.NodeID) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func heteroConfig(t *testing.T, eng, host, seed string) config.Config {
+	c := clusterConfig(t, host, seed)
+	c.Engine = eng
+	c.Placement, c.Routing = "engine-diverse", "engine-aware"
+	return c
+}
+
+// A restarted in-memory node is empty. Here a write was acknowledged by the write-optimized
+// and in-memory replicas while the read-optimized one never got it (its asynchronous write
+// "had not landed"): once the in-memory node restarts, the read-optimized and in-memory
+// replicas, the ones engine-aware reads ask, would both answer "not found". The node comes
+// back refilling, reads skip it and find the write on the write-optimized replica, and once
+// it has pulled its ranges it holds everything and serves reads again.
+func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
+	ctx := context.Background()
+	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Shutdown(ctx)
+	cfg2 := heteroConfig(t, "btree", "h2", n1.GossipAddr())
+	n2, err := Start(cfg2, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg3 := heteroConfig(t, "memory", "h3", n1.GossipAddr())
+	n3, err := Start(cfg3, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{n1, n2, n3} {
+		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+	}
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
+	defer c1.Close()
+	const keys = 300
+	for i := range keys {
+		if err := c1.Set(ctx, fmt.Sprint("k", i), fmt.Sprint("v", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// "x" reaches the lsm and memory replicas only: the btree node is down, and the hint
+	// the coordinator keeps for it is dropped.
+	id2, id3 := ring.NodeID(n2.ID()), ring.NodeID(n3.ID())
+	if err := n2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.state.Load().members[id2].Up })
+	if err := c1.Set(ctx, "x", "acknowledged", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 100, func([]row.Mutation) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n2, err = Start(cfg2, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Shutdown(ctx)
+	eventually(t, "n2 is up again", func() bool { return n1.cluster.state.Load().members[id2].Up })
+
+	// The memory node restarts empty and holds its refill until released.
+	release := make(chan struct{})
+	defer func(g func()) { refillGate = g }(refillGate)
+	refillGate = func() { <-release }
+	if err := n3.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.state.Load().members[id3].Up })
+	if n3, err = Start(cfg3, quiet()); err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	defer n3.Shutdown(ctx)
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	eventually(t, "n1 sees n3 up and refilling", func() bool {
+		m := n1.cluster.state.Load().members[id3]
+		return m.Up && m.Refilling
+	})
+	if st := n1.cluster.status(); !slices.ContainsFunc(st.Members, func(m MemberStatus) bool { return m.ID == string(id3) && m.Refilling }) {
+		t.Errorf("status does not show n3 refilling: %+v", st.Members)
+	}
+	if r, _ := n3.cluster.handler.Read([]byte("x"), false); r.Found {
+		t.Fatal("the restarted memory node is not empty: the test would prove nothing")
+	}
+	c3 := redis.NewClient(&redis.Options{Addr: n3.Addr(), Protocol: 2})
+	defer c3.Close()
+	for name, c := range map[string]*redis.Client{"n1": c1, "n3": c3} {
+		if v, err := getRetryingUnavailable(ctx, c, "x"); err != nil || v != "acknowledged" {
+			t.Fatalf("GET x through %s while n3 refills: %q, %v", name, v, err)
+		}
+	}
+
+	close(release)
+	released = true
+	eventually(t, "n1 sees n3 refilled", func() bool { return !n1.cluster.state.Load().members[id3].Refilling })
+	for i := range keys {
+		key := fmt.Sprint("k", i)
+		if r, err := n3.cluster.handler.Read([]byte(key), false); err != nil || !r.Found {
+			t.Fatalf("after the refill n3 lacks %s: %v", key, err)
+		}
+	}
+	if r, _ := n3.cluster.handler.Read([]byte("x"), false); !r.Found {
+		t.Fatal("after the refill n3 lacks x")
+	}
+	if v, err := getRetryingUnavailable(ctx, c3, "x"); err != nil || v != "acknowledged" {
+		t.Fatalf("GET x through n3 after the refill: %q, %v", v, err)
+	}
+}
+
+// getRetryingUnavailable reads key, retrying for a while as long as the coordinator
+// answers UNAVAILABLE: a failure detector may briefly doubt a live node on a loaded
+// machine. Any other answer, a wrong value included, is returned at once.
+func getRetryingUnavailable(ctx context.Context, c *redis.Client, key string) (string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := c.Get(ctx, key).Result()
+		if err == nil || !strings.HasPrefix(err.Error(), "UNAVAILABLE") || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
