@@ -80,6 +80,9 @@ type clusterState struct {
 func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.Engine, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
 	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.path, handler: &replica.Handler{Engine: eng},
 		peers: map[ring.NodeID]*transport.Client{}, changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
+	// the internode server starts before that is decided.
+	c.handler.SetRefilling(eng.Role() == engine.InMemory)
 	var err error
 	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
 		return nil, err
@@ -106,6 +109,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	} else {
 		self.Status = cluster.Joining
 	}
+	c.handler.SetRefilling(self.Refilling)
 	c.gossip, err = membership.Start(membership.Config{Self: self, BindAddr: cfg.GossipListen,
 		Fast: isLoopback(cfg.GossipListen), OnChange: c.onChange, Logger: log}, view)
 	if err != nil {

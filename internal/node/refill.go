@@ -101,6 +101,7 @@ func (c *clusterNode) refill() {
 }
 
 func (c *clusterNode) finishRefill(start time.Time, rows int) {
+	c.handler.SetRefilling(false)
 	c.gossip.Update(func(m *cluster.Member) { m.Refilling = false })
 	c.log.Info("refilled from peers: serving reads", "rows", rows, "took", time.Since(start).Round(time.Millisecond))
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -174,8 +176,18 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	if st := n1.cluster.status(); !slices.ContainsFunc(st.Members, func(m MemberStatus) bool { return m.ID == string(id3) && m.Refilling }) {
 		t.Errorf("status does not show n3 refilling: %+v", st.Members)
 	}
-	if r, _ := n3.cluster.handler.Read([]byte("x"), false); r.Found {
+	if _, found, _ := n3.cluster.handler.Engine.Get(ring.EngineKey([]byte("x"))); found {
 		t.Fatal("the restarted memory node is not empty: the test would prove nothing")
+	}
+	// Two guards: the replica itself refuses reads (for coordinators that have not heard
+	// yet), and coordinators that have heard do not ask it.
+	if _, err := n3.cluster.handler.Read([]byte("x"), false); !errors.Is(err, replica.ErrRefilling) {
+		t.Fatalf("a refilling replica answered a read: %v", err)
+	}
+	for _, r := range n1.cluster.replicas([]byte("x")) {
+		if r.ID == id3 && !r.Refilling {
+			t.Fatal("n1's replica set does not mark n3 refilling")
+		}
 	}
 	c3 := redis.NewClient(&redis.Options{Addr: n3.Addr(), Protocol: 2})
 	defer c3.Close()

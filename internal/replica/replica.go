@@ -8,7 +8,9 @@ package replica
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
@@ -20,7 +22,17 @@ import (
 // Handler is the transport.Handler of a replica. Safe for concurrent use.
 type Handler struct {
 	Engine engine.Engine
+
+	refilling atomic.Bool
 }
+
+// ErrRefilling is a read's answer from a replica that is refilling (see SetRefilling).
+var ErrRefilling = errors.New("replica: refilling from peers: not serving reads")
+
+// SetRefilling makes the replica refuse reads (ErrRefilling) while it pulls back rows it
+// lost, or serve them again. Coordinators learn of a refilling replica through gossip and
+// stop asking it; this covers the moments before they do.
+func (h *Handler) SetRefilling(on bool) { h.refilling.Store(on) }
 
 // Handle decodes one request, runs it against the engine and encodes the answer.
 func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]byte, error) {
@@ -76,6 +88,9 @@ func (h *Handler) read(payload []byte) ([]byte, error) {
 // Read reads key (as clients give it) from the engine: the row, and its digest when
 // digest is set. The coordinator calls it directly for its own replica.
 func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
+	if h.refilling.Load() {
+		return wire.ReadResponse{}, ErrRefilling
+	}
 	if v, ok := h.Engine.(engine.Viewer); ok && digest {
 		// A digest needs only a look at the row: no copy.
 		var resp wire.ReadResponse
