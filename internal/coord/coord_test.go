@@ -108,10 +108,12 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			err = errors.New(e)
 		}
 		return tr.format(tr.read.OnRepairResponse(ring.NodeID(td.CmdArgs[0].Key), err)), nil
+	case "slow":
+		return tr.format(tr.write.OnSlow()), nil
 	case "status":
 		// How the request left its policy's first plan, as the driver's metrics see it.
 		if tr.write != nil {
-			return fmt.Sprintf("fell-back=%t", tr.write.FellBack()), nil
+			return fmt.Sprintf("fell-back=%t slowed=%t", tr.write.FellBack(), tr.write.Slowed()), nil
 		}
 		return fmt.Sprintf("disagreed=%t failures=%d", tr.read.Disagreed(), tr.read.Failures()), nil
 	case "timeout":

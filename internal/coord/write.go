@@ -17,7 +17,8 @@ type Write struct {
 	pending  map[ring.NodeID]bool // targets that have not answered
 	acks     int                  // acknowledgements that count
 	spare    int                  // acknowledgements from targets outside Counted, not yet counted
-	fallback bool                 // a counted target failed: every ack counts
+	fallback bool                 // a counted target failed or was slow: every ack counts
+	slowed   bool                 // the fallback came from OnSlow
 	replied  bool
 }
 
@@ -117,9 +118,31 @@ func (w *Write) check() []Effect {
 	return nil
 }
 
-// FellBack reports whether a counted target failed, so that every acknowledgement
-// counted from then on (the engine-aware write waiting for the read-optimized replica).
+// FellBack reports whether a counted target failed or was slow (OnSlow), so that every
+// acknowledgement counted from then on (the engine-aware write waiting for the
+// read-optimized replica).
 func (w *Write) FellBack() bool { return w.fallback }
+
+// WaitsForCounted reports whether only some targets count toward the level (the plan has
+// Counted), so that the driver should call OnSlow if they take too long.
+func (w *Write) WaitsForCounted() bool { return !w.replied && w.plan.Counted != nil && !w.fallback }
+
+// OnSlow takes the driver's decision that the counted targets are too slow (the paper's
+// timeout on a synchronous write): from then on every acknowledgement counts, as when a
+// counted target fails. Targets that have not answered stay pending and get no hint
+// unless they fail or time out.
+func (w *Write) OnSlow() []Effect {
+	if !w.WaitsForCounted() {
+		return nil
+	}
+	w.fallback, w.slowed = true, true
+	w.acks += w.spare
+	w.spare = 0
+	return w.check()
+}
+
+// Slowed reports whether the write fell back because of OnSlow rather than a failure.
+func (w *Write) Slowed() bool { return w.slowed }
 
 // Done reports whether every target has answered or timed out: the driver may forget
 // the request.

@@ -272,7 +272,7 @@ func (c *clusterNode) newStore() *clusterStore {
 	}
 	policy, _ := coord.PolicyByName(c.cfg.Routing) // validated by config
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, hints: c.hints, metrics: c.metrics, log: c.log}
+		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, hints: c.hints, metrics: c.metrics, log: c.log}
 }
 
 // replicas returns key's replica set with the failure detector's opinion of each, from

@@ -73,7 +73,8 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 	}
 	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_fallbacks_total",
 		Help: "Coordinated requests that left their policy's first plan: a write whose counted replica failed " +
-			"(reason sync_failed), a read whose replica failed (replica_failed) or whose answers disagreed (disagreed)."},
+			"(reason sync_failed) or was slower than --write-fallback-after (sync_slow), a read whose replica " +
+			"failed (replica_failed) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
 	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending,
 		sent, m.fallbacks)
@@ -107,7 +108,11 @@ func (m *clusterMetrics) readDone(rd *coord.Read) {
 
 // writeDone records whether a coordinated write fell back.
 func (m *clusterMetrics) writeDone(w *coord.Write) {
-	if m != nil && w.FellBack() {
+	switch {
+	case m == nil || !w.FellBack():
+	case w.Slowed():
+		m.fallbacks.WithLabelValues("write", "sync_slow").Inc()
+	default:
 		m.fallbacks.WithLabelValues("write", "sync_failed").Inc()
 	}
 }

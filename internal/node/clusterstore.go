@@ -47,9 +47,13 @@ type clusterStore struct {
 	level    coord.Level
 	repair   coord.RepairMode
 	timeout  time.Duration
-	hints    hintSink
-	metrics  *clusterMetrics // nil records nothing
-	log      *slog.Logger
+	// slowAfter is how long a write whose policy counts only some replicas (engine-aware:
+	// the synchronous set) waits for them before every acknowledgement counts
+	// (coord.Write.OnSlow); 0 never.
+	slowAfter time.Duration
+	hints     hintSink
+	metrics   *clusterMetrics // nil records nothing
+	log       *slog.Logger
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)
@@ -103,12 +107,21 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	w, fx := coord.StartWrite(m, level, replicas, s.policy)
 	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
 	reply, done := s.runWrite(ctx, replicas, fx, results)
+	var slow <-chan time.Time // nil (never ready) unless the policy waits for some replicas
+	if !done && s.slowAfter > 0 && w.WaitsForCounted() {
+		st := getTimer(s.slowAfter)
+		defer putTimer(st)
+		slow = st.C
+	}
 	for !done {
 		select {
 		case r := <-results:
 			reply, done = s.runWrite(ctx, replicas, w.OnResponse(r.from, r.err), results)
 		case <-timer.C:
 			reply, done = s.runWrite(ctx, replicas, w.OnTimeout(), results)
+		case <-slow:
+			slow = nil
+			reply, done = s.runWrite(ctx, replicas, w.OnSlow(), results)
 		}
 	}
 	finish := func() {

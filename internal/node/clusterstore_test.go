@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
@@ -204,5 +205,64 @@ func TestClusterStoreBlockingReadRepairIsDoneBeforeTheReply(t *testing.T) {
 	}
 	if got := c.stored(t, "n1", "k"); got != "new" {
 		t.Fatalf("n1 holds %q right after a blocking read repair", got)
+	}
+}
+
+// hangingCaller never answers a request until release is closed or the request's
+// context ends: a replica that is slow, not failed.
+type hangingCaller struct{ release chan struct{} }
+
+func (h hangingCaller) Call(ctx context.Context, _ uint16, _ []byte) ([]byte, error) {
+	select {
+	case <-h.release:
+		return nil, errors.New("released")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (h hangingCaller) Go(ctx context.Context, m uint16, p []byte, done func([]byte, error)) {
+	go func() { done(h.Call(ctx, m, p)) }()
+}
+
+// Engine-aware writes count the write-optimized and in-memory replicas. When the in-memory
+// one hangs, the write waits --write-fallback-after and then counts the read-optimized
+// replica's acknowledgement, instead of waiting out the request timeout.
+func TestEngineAwareWriteFallsBackWhenASynchronousReplicaIsSlow(t *testing.T) {
+	for _, slowAfter := range []time.Duration{50 * time.Millisecond, 0} {
+		c := newTestCluster(t, coord.Quorum)
+		release := make(chan struct{})
+		defer close(release)
+		roles := map[ring.NodeID]engine.Role{"n1": engine.WriteOptimized, "n2": engine.ReadOptimized, "n3": engine.InMemory}
+		c.store.replicas = func([]byte) []coord.Replica {
+			var out []coord.Replica
+			for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
+				out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
+			}
+			return out
+		}
+		peer := c.store.peer
+		c.store.peer = func(id ring.NodeID) (caller, error) {
+			if id == "n3" {
+				return hangingCaller{release}, nil
+			}
+			return peer(id)
+		}
+		c.store.policy, c.store.slowAfter, c.store.timeout = coord.EngineAware{}, slowAfter, 500*time.Millisecond
+		start := time.Now()
+		err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}})
+		took := time.Since(start)
+		switch {
+		case slowAfter > 0 && (err != nil || took >= c.store.timeout):
+			t.Fatalf("fallback after %v: %v after %v; want OK before the %v request timeout", slowAfter, err, took, c.store.timeout)
+		case slowAfter == 0 && took < c.store.timeout:
+			// Without the timer the write waits out the request timeout, and only then
+			// counts the read-optimized replica (coord.Write.OnTimeout).
+			t.Fatalf("no fallback timer: %v after %v; want it to wait the %v request timeout", err, took, c.store.timeout)
+		}
+		if slowAfter > 0 && (c.stored(t, "n1", "k") != "v" || c.stored(t, "n2", "k") != "v") {
+			t.Fatal("the write acknowledged after the fallback is not on n1 and n2")
+		}
+		t.Logf("fallback after %v: %v in %v", slowAfter, err, took.Round(time.Millisecond))
 	}
 }
