@@ -164,7 +164,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Seeds, "seeds", c.Seeds, "cluster mode: comma-separated gossip addresses of nodes to join through; empty starts a new cluster")
 	fs.IntVar(&c.ReplicationFactor, "replication-factor", c.ReplicationFactor, "cluster mode: copies of every key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "cluster mode: replica placement: simple (next nodes clockwise), host-aware (never two replicas on one host), rack-aware (spread over racks first) or engine-diverse (cover every engine role, never two replicas on one host)")
-	fs.StringVar(&c.Routing, "routing", c.Routing, "cluster mode: how the coordinator routes requests: uniform (Cassandra's: a write counts any W replicas, a read asks the first R) or engine-aware (a write counts the write-optimized and in-memory replicas, a read asks the read-optimized and in-memory ones: for clusters that mix engines)")
+	fs.StringVar(&c.Routing, "routing", c.Routing, "cluster mode: how the coordinator routes requests: uniform (Cassandra's: a write counts any W replicas, a read asks the first R), engine-aware (a write counts the write-optimized and in-memory replicas, a read asks the read-optimized and in-memory ones: for clusters that mix engines), or load-aware (engine-aware, but a read of a key this node wrote in the last second skips replicas that may lack it, and a replica answering over three times slower than the fastest is asked last)")
 	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "cluster mode: vnode tokens of a new node")
 	fs.StringVar(&c.TokenAllocation, "token-allocation", c.TokenAllocation, "cluster mode: how a new node picks its tokens: balanced (evens out replicated ownership) or random")
 	fs.StringVar(&c.Consistency, "consistency", c.Consistency, "cluster mode: default consistency level of reads and writes: ONE, TWO, QUORUM or ALL")
@@ -316,8 +316,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: num_tokens %d (want 1 to 256)", ErrInvalid, c.NumTokens)
 	case !slices.Contains([]string{"simple", "host-aware", "rack-aware", "engine-diverse"}, c.Placement):
 		return fmt.Errorf("%w: placement %q (want simple, host-aware, rack-aware or engine-diverse)", ErrInvalid, c.Placement)
-	case c.Routing != "uniform" && c.Routing != "engine-aware":
-		return fmt.Errorf("%w: routing %q (want uniform or engine-aware)", ErrInvalid, c.Routing)
+	case !slices.Contains([]string{"uniform", "engine-aware", "load-aware"}, c.Routing):
+		return fmt.Errorf("%w: routing %q (want uniform, engine-aware or load-aware)", ErrInvalid, c.Routing)
 	case c.TokenAllocation != "balanced" && c.TokenAllocation != "random":
 		return fmt.Errorf("%w: token_allocation %q (want balanced or random)", ErrInvalid, c.TokenAllocation)
 	case c.ReadRepair != "background" && c.ReadRepair != "blocking":

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -55,17 +56,29 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			tr.policy = Uniform{}
 		case "engine-aware":
 			tr.policy = EngineAware{}
+		case "load-aware":
+			tr.policy = LoadAware{}
 		default:
 			return "", fmt.Errorf("unknown policy %q", name)
 		}
 		return "", nil
 	case "replicas":
 		// One replica per line: its ID, then optionally its engine (lsm, btree, memory),
-		// "down" and "refilling".
+		// "down", "refilling", "lagging" and "latency=<duration>".
 		tr.replicas = nil
 		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
 			f := strings.Fields(line)
-			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Refilling: slices.Contains(f, "refilling")}
+			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Refilling: slices.Contains(f, "refilling"),
+				Lagging: slices.Contains(f, "lagging")}
+			for _, w := range f[1:] {
+				if ms, ok := strings.CutPrefix(w, "latency="); ok {
+					d, err := time.ParseDuration(ms)
+					if err != nil {
+						return "", err
+					}
+					r.Latency = d
+				}
+			}
 			for name, role := range map[string]engine.Role{"lsm": engine.WriteOptimized, "btree": engine.ReadOptimized, "memory": engine.InMemory} {
 				if slices.Contains(f, name) {
 					r.Role = role

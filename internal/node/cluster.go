@@ -271,8 +271,12 @@ func (c *clusterNode) newStore() *clusterStore {
 		mode = coord.RepairBlocking
 	}
 	policy, _ := coord.PolicyByName(c.cfg.Routing) // validated by config
+	var load *loadTracker
+	if _, ok := policy.(coord.LoadAware); ok {
+		load = newLoadTracker()
+	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, hints: c.hints, metrics: c.metrics, log: c.log}
+		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, hints: c.hints, metrics: c.metrics, log: c.log}
 }
 
 // replicas returns key's replica set with the failure detector's opinion of each, from

@@ -51,9 +51,12 @@ type clusterStore struct {
 	// the synchronous set) waits for them before every acknowledgement counts
 	// (coord.Write.OnSlow); 0 never.
 	slowAfter time.Duration
-	hints     hintSink
-	metrics   *clusterMetrics // nil records nothing
-	log       *slog.Logger
+	// load is what load-aware routing needs (recent writes, peer latencies); nil under
+	// other policies, which then pay nothing for it.
+	load    *loadTracker
+	hints   hintSink
+	metrics *clusterMetrics // nil records nothing
+	log     *slog.Logger
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)
@@ -104,6 +107,9 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	ctx := lazyctx.WithDeadline(context.Background(), start.Add(s.timeout))
 	timer := getTimer(s.timeout)
 	replicas := s.replicas(m.Key)
+	if s.load != nil {
+		s.load.wrote(m.Key, start)
+	}
 	w, fx := coord.StartWrite(m, level, replicas, s.policy)
 	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
 	reply, done := s.runWrite(ctx, replicas, fx, results)
@@ -159,7 +165,11 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			s.send(ctx, e.To, wire.MethodWrite, payload, func(_ []byte, err error) { results <- writeResult{e.To, err} })
+			done := func(_ []byte, err error) { results <- writeResult{e.To, err} }
+			if s.load != nil {
+				done = s.load.timed(e.To, done)
+			}
+			s.send(ctx, e.To, wire.MethodWrite, payload, done)
 		case coord.StoreHint:
 			s.hint(e)
 		case coord.Reply:
@@ -228,6 +238,9 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	timer := getTimer(s.timeout)
 	defer putTimer(timer)
 	replicas := s.replicas(key)
+	if s.load != nil {
+		replicas = s.load.annotate(key, replicas, s.self, start)
+	}
 	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
 	// At most a digest read, a data read and a repair per replica: sends never block,
 	// whenever the read stops listening.
@@ -317,9 +330,11 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 				continue
 			}
 			payload := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: key, Digest: e.Digest})
-			s.send(ctx, e.To, wire.MethodRead, payload, func(b []byte, err error) {
-				results <- readResult{from: e.To, resp: decodeRead(b, err)}
-			})
+			done := func(b []byte, err error) { results <- readResult{from: e.To, resp: decodeRead(b, err)} }
+			if s.load != nil {
+				done = s.load.timed(e.To, done)
+			}
+			s.send(ctx, e.To, wire.MethodRead, payload, done)
 		case coord.SendWrite: // read repair
 			run.out++
 			s.metrics.repair()

@@ -1,0 +1,155 @@
+package node
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// loadTracker is what a coordinator knows for load-aware routing (coord.LoadAware): the
+// keys it wrote moments ago, and each peer's recent response time. Both are local: no
+// message carries them. Safe for concurrent use.
+type loadTracker struct {
+	recent recentWrites
+	mu     sync.Mutex
+	peers  map[ring.NodeID]*peerLatency
+}
+
+// Latency samples older than latencyStale are forgotten, so that a replica asked less
+// because it was slow gets asked again and measured afresh.
+const latencyStale = time.Second
+
+type peerLatency struct {
+	ewma    atomic.Int64 // ns; moves an eighth of the way to each sample
+	updated atomic.Int64 // unix ns of the last sample
+}
+
+func newLoadTracker() *loadTracker {
+	return &loadTracker{recent: recentWrites{window: recentWriteWindow, max: recentWriteMax},
+		peers: map[ring.NodeID]*peerLatency{}}
+}
+
+func (t *loadTracker) peer(id ring.NodeID) *peerLatency {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.peers[id]
+	if !ok {
+		p = &peerLatency{}
+		t.peers[id] = p
+	}
+	return p
+}
+
+// observe records one answer from peer id that took d.
+func (t *loadTracker) observe(id ring.NodeID, d time.Duration, now time.Time) {
+	p := t.peer(id)
+	if old := p.ewma.Load(); old == 0 || now.UnixNano()-p.updated.Load() > int64(latencyStale) {
+		p.ewma.Store(int64(d))
+	} else {
+		p.ewma.Store(old + (int64(d)-old)/8)
+	}
+	p.updated.Store(now.UnixNano())
+}
+
+// timed wraps done, the callback of a request sent to peer id now, to observe how long
+// the answer took.
+func (t *loadTracker) timed(id ring.NodeID, done func([]byte, error)) func([]byte, error) {
+	sent := time.Now()
+	return func(b []byte, err error) {
+		now := time.Now()
+		t.observe(id, now.Sub(sent), now)
+		done(b, err)
+	}
+}
+
+// latency returns peer id's recent response time, or 0 when it has no recent sample.
+func (t *loadTracker) latency(id ring.NodeID, now time.Time) time.Duration {
+	p := t.peer(id)
+	if now.UnixNano()-p.updated.Load() > int64(latencyStale) {
+		return 0
+	}
+	return time.Duration(p.ewma.Load())
+}
+
+// wrote notes a write of key by this coordinator.
+func (t *loadTracker) wrote(key []byte, now time.Time) { t.recent.add(xxhash.Sum64(key), now) }
+
+// annotate returns a copy of key's replica set with what LoadAware reads need: replicas
+// whose copy of a write this coordinator made moments ago was not waited for are Lagging,
+// and every remote replica carries its recent latency.
+func (t *loadTracker) annotate(key []byte, replicas []coord.Replica, self ring.NodeID, now time.Time) []coord.Replica {
+	out := make([]coord.Replica, len(replicas))
+	copy(out, replicas)
+	recent := t.recent.has(xxhash.Sum64(key), now)
+	for i := range out {
+		if recent && !coord.Synchronous(out[i].Role) {
+			out[i].Lagging = true
+		}
+		if out[i].ID != self {
+			out[i].Latency = t.latency(out[i].ID, now)
+		}
+	}
+	return out
+}
+
+// A write is remembered for between recentWriteWindow and twice that; at most
+// recentWriteMax keys per window are (16 bytes each), and under a heavier write load the
+// rest go unmarked: their reads are planned as engine-aware ones, which stay correct (a
+// stale replica shows as a disagreement and is repaired) and only cost a second round.
+var recentWriteWindow = time.Second
+
+const recentWriteMax = 1 << 17
+
+// recentWrites is a set of key hashes seen in the current and the previous window.
+type recentWrites struct {
+	mu         sync.Mutex
+	window     time.Duration
+	max        int
+	cur, prev  map[uint64]struct{}
+	curStarted time.Time
+}
+
+// rotate starts a new window when the current one is over. Windows start at multiples
+// of the window after the first, whenever the set is looked at, so that a key is
+// remembered for at least one window and less than two.
+func (r *recentWrites) rotate(now time.Time) {
+	switch {
+	case r.cur == nil:
+		r.cur, r.curStarted = map[uint64]struct{}{}, now
+	case now.Sub(r.curStarted) >= 2*r.window:
+		clear(r.cur)
+		clear(r.prev)
+		r.curStarted = now
+	case now.Sub(r.curStarted) >= r.window:
+		old := r.prev
+		if old == nil {
+			old = map[uint64]struct{}{}
+		}
+		clear(old)
+		r.prev, r.cur = r.cur, old
+		r.curStarted = r.curStarted.Add(r.window)
+	}
+}
+
+func (r *recentWrites) add(h uint64, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rotate(now)
+	if len(r.cur) < r.max {
+		r.cur[h] = struct{}{}
+	}
+}
+
+func (r *recentWrites) has(h uint64, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rotate(now)
+	_, inCur := r.cur[h]
+	_, inPrev := r.prev[h]
+	return inCur || inPrev
+}

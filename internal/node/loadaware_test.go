@@ -1,0 +1,162 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+)
+
+func TestRecentWritesRememberAWindowInBoundedMemory(t *testing.T) {
+	r := recentWrites{window: time.Second, max: 3}
+	t0 := time.Unix(1000, 0)
+	r.add(1, t0)
+	r.add(2, t0.Add(500*time.Millisecond))
+	if !r.has(1, t0.Add(900*time.Millisecond)) || !r.has(2, t0.Add(1500*time.Millisecond)) {
+		t.Fatal("a write within the window is forgotten")
+	}
+	if r.has(3, t0) {
+		t.Fatal("a key never written is remembered")
+	}
+	// Remembered for at least one window and at most two.
+	if r.has(1, t0.Add(2100*time.Millisecond)) {
+		t.Fatal("a write is remembered past two windows")
+	}
+	r.add(4, t0.Add(3*time.Second))
+	for h := uint64(10); h < 20; h++ {
+		r.add(h, t0.Add(3*time.Second))
+	}
+	if len(r.cur) > 3 {
+		t.Fatalf("%d keys held, at most 3", len(r.cur))
+	}
+	if !r.has(4, t0.Add(3*time.Second)) {
+		t.Fatal("a key added before the bound was reached is forgotten")
+	}
+}
+
+func TestLoadTrackerAnnotatesReplicaSets(t *testing.T) {
+	tr := newLoadTracker()
+	now := time.Now()
+	set := []coord.Replica{{ID: "l", Role: engine.WriteOptimized, Up: true}, {ID: "b", Role: engine.ReadOptimized, Up: true},
+		{ID: "m", Role: engine.InMemory, Up: true}}
+	tr.observe("b", 8*time.Millisecond, now)
+	for range 40 {
+		tr.observe("m", time.Millisecond, now)
+	}
+	tr.observe("m", 9*time.Millisecond, now) // one slow answer moves the average an eighth of the way
+	tr.wrote([]byte("k"), now)
+	got := tr.annotate([]byte("k"), set, "l", now)
+	if got[1].Lagging != true || got[0].Lagging || got[2].Lagging {
+		t.Fatalf("after a write only the read-optimized replica may lag: %+v", got)
+	}
+	if got[1].Latency != 8*time.Millisecond || got[2].Latency != 2*time.Millisecond || got[0].Latency != 0 {
+		t.Fatalf("latencies %v %v %v; want 0 for this node, 8ms, 2ms", got[0].Latency, got[1].Latency, got[2].Latency)
+	}
+	if set[1].Lagging || set[1].Latency != 0 {
+		t.Fatal("annotate modified the shared replica set")
+	}
+	if got := tr.annotate([]byte("other"), set, "l", now); got[1].Lagging {
+		t.Fatal("a key not written is marked lagging")
+	}
+	if got := tr.annotate([]byte("k"), set, "l", now.Add(2*latencyStale)); got[1].Latency != 0 {
+		t.Fatal("a stale latency is still used")
+	}
+}
+
+// delayedCaller answers through next after a delay.
+type delayedCaller struct {
+	next  caller
+	delay time.Duration
+}
+
+func (d delayedCaller) Call(ctx context.Context, m uint16, p []byte) ([]byte, error) {
+	time.Sleep(d.delay)
+	return d.next.Call(ctx, m, p)
+}
+
+func (d delayedCaller) Go(ctx context.Context, m uint16, p []byte, done func([]byte, error)) {
+	p = append([]byte(nil), p...)
+	go func() { done(d.Call(ctx, m, p)) }()
+}
+
+// heteroTestCluster is newTestCluster with roles (n1 lsm, coordinating; n2 btree; n3
+// memory) under policy, with n2 answering through wrap.
+func heteroTestCluster(t *testing.T, policy coord.Policy, wrap func(caller) caller) *testCluster {
+	c := newTestCluster(t, coord.Quorum)
+	roles := map[ring.NodeID]engine.Role{"n1": engine.WriteOptimized, "n2": engine.ReadOptimized, "n3": engine.InMemory}
+	c.store.replicas = func([]byte) []coord.Replica {
+		var out []coord.Replica
+		for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
+			out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
+		}
+		return out
+	}
+	peer := c.store.peer
+	c.store.peer = func(id ring.NodeID) (caller, error) {
+		p, err := peer(id)
+		if id == "n2" && err == nil {
+			return wrap(p), nil
+		}
+		return p, err
+	}
+	c.store.policy = policy
+	if _, ok := policy.(coord.LoadAware); ok {
+		c.store.load = newLoadTracker()
+	}
+	return c
+}
+
+// A key read right after this coordinator wrote it: load-aware reads ask the replicas
+// that acknowledged the write, not the read-optimized one whose copy may still be on its
+// way (here it takes 300 ms to answer anything). Engine-aware reads wait for it.
+func TestLoadAwareReadOfAFreshWriteSkipsTheLaggingReplica(t *testing.T) {
+	for _, policy := range []coord.Policy{coord.LoadAware{}, coord.EngineAware{}} {
+		c := heteroTestCluster(t, policy, func(p caller) caller { return delayedCaller{p, 300 * time.Millisecond} })
+		if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r, found, err := c.store.Get([]byte("k"))
+		took := time.Since(start)
+		if err != nil || !found || string(r.Cells[0].Value) != "v" {
+			t.Fatalf("%s: read %v %v %v", policy.Name(), r, found, err)
+		}
+		t.Logf("%s: read of a fresh write took %v", policy.Name(), took.Round(time.Millisecond))
+		if fast := took < 150*time.Millisecond; fast != (policy.Name() == "load-aware") {
+			t.Fatalf("%s: read of a fresh write took %v", policy.Name(), took)
+		}
+	}
+}
+
+// A read-optimized replica answering 30 ms late, measured on earlier requests, is asked
+// last by load-aware reads once its latency is known; and measured again once the sample
+// is stale.
+func TestLoadAwareReadsAvoidAnOverloadedReplica(t *testing.T) {
+	c := heteroTestCluster(t, coord.LoadAware{}, func(p caller) caller { return delayedCaller{p, 30 * time.Millisecond} })
+	for i := range 20 {
+		if err := c.store.Apply([]row.Mutation{{Key: []byte{byte(i)}, Row: cell("v", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Once the writes are no longer recent (and n2's latency, measured on them, stale),
+	// the first read measures n2 again and the rest avoid it.
+	time.Sleep(2*recentWriteWindow + 100*time.Millisecond)
+	var slow int
+	for i := range 20 {
+		start := time.Now()
+		if _, found, err := c.store.Get([]byte{byte(i)}); err != nil || !found {
+			t.Fatalf("read %d: %v %v", i, found, err)
+		}
+		if time.Since(start) > 20*time.Millisecond {
+			slow++
+		}
+	}
+	t.Logf("%d of 20 reads waited for the overloaded replica", slow)
+	if slow > 2 {
+		t.Fatalf("%d of 20 reads waited for the overloaded replica; want at most the first ones, which measure it", slow)
+	}
+}
