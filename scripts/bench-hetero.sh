@@ -10,8 +10,11 @@
 # Environment: RECORDS (100000), THREADS (40, the paper's Fig. 7), RUN (20s), WARMUP (30s),
 # RATE (1000: the fixed request rate of the latency runs, the paper's Figs. 5 and 6; it
 # must be one both clusters sustain), PHASES ("throughput latency"), BASE_PORT (27380),
-# SERVER_FLAGS (extra flags for every node). Client connections are spread over every
-# node of the cluster. RSS of every node is sampled in the middle of each run.
+# SERVER_FLAGS (extra flags for every node), NODE_WRAPPER (a command every node runs
+# under, e.g. "scripts/emulate-disks.sh run --disk hdd --memory 256M --" for the emulated
+# HDD; see docs/design/emulated-disks.md) and DATA_ROOT (where the nodes' data directories
+# go, e.g. /mnt/kura-hdd; default a temporary directory). Client connections are spread
+# over every node of the cluster. RSS of every node is sampled in the middle of each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/hetero}
@@ -24,7 +27,9 @@ PHASES=${PHASES:-throughput latency}
 BASE=${BASE_PORT:-27380}
 DEV_FLAGS=()
 for flag in ${SERVER_FLAGS:-}; do DEV_FLAGS+=("--server-flag=$flag"); done
+[ -n "${NODE_WRAPPER:-}" ] && DEV_FLAGS+=("--node-wrapper=$NODE_WRAPPER")
 WORK=$(mktemp -d /tmp/kura-hetero.XXXXXX)
+DATA=${DATA_ROOT:-$WORK}/kura-hetero-data
 DEV_PID=""
 stop_cluster() {
   if [ -n "$DEV_PID" ]; then kill -INT "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
@@ -32,20 +37,20 @@ stop_cluster() {
 }
 cleanup() {
   stop_cluster
-  [ -n "${FAILED:-}" ] || rm -rf "$WORK"
+  [ -n "${FAILED:-}" ] || rm -rf "$WORK" "$DATA"
 }
 trap cleanup EXIT
 
 go build -o "$WORK/kura" ./cmd/kura
 KURA=$WORK/kura
-rm -rf "$OUT"
+rm -rf "$OUT" "$DATA"
 mkdir -p "$OUT"
 echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" server_flags=${SERVER_FLAGS:-none}" | tee "$OUT/conditions.txt"
 
 for cluster in homogeneous heterogeneous; do
   engines=lsm
   [ "$cluster" = heterogeneous ] && engines=lsm,btree,memory
-  "$KURA" dev --hosts 3 --engines "$engines" --data-dir "$WORK/$cluster" --base-port "$BASE" ${DEV_FLAGS[@]+"${DEV_FLAGS[@]}"} >"$WORK/$cluster.out" 2>&1 &
+  "$KURA" dev --hosts 3 --engines "$engines" --data-dir "$DATA/$cluster" --base-port "$BASE" ${DEV_FLAGS[@]+"${DEV_FLAGS[@]}"} >"$WORK/$cluster.out" 2>&1 &
   DEV_PID=$!
   for _ in $(seq 120); do grep -q "Ctrl-C stops" "$WORK/$cluster.out" && break; sleep 0.5; done
   grep -q "Ctrl-C stops" "$WORK/$cluster.out" || { FAILED=1; cat "$WORK/$cluster.out" >&2; exit 1; }

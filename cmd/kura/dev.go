@@ -28,6 +28,7 @@ type devFlags struct {
 	basePort int
 	rf       int
 	extra    []string
+	wrapper  string // command (split on spaces) each node runs under, e.g. the emulated disks'
 	timeout  time.Duration
 	procs    int // GOMAXPROCS of every node; 0 divides the machine's cores among them
 }
@@ -67,6 +68,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
 	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
 	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic")
+	fl.StringVar(&f.wrapper, "node-wrapper", "", "command every node runs under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk)")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
 	return cmd
 }
@@ -168,7 +170,11 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 		args = append(args, "--placement", "engine-diverse", "--routing", "engine-aware")
 	}
 	args = append(args, f.extra...)
-	n.cmd, n.log = exec.Command(exe, args...), logf
+	name := exe
+	if w := strings.Fields(f.wrapper); len(w) > 0 {
+		name, args = w[0], append(append(w[1:len(w):len(w)], exe), args...)
+	}
+	n.cmd, n.log = exec.Command(name, args...), logf
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	if os.Getenv("GOMAXPROCS") == "" {
 		// Go sizes each process for the whole machine; N of them then keep N times the

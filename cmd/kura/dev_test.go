@@ -377,3 +377,26 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 		t.Errorf("only %d writes acknowledged and %d reads answered", len(acked), reads)
 	}
 }
+
+// --node-wrapper runs every node under a command (the emulated disks' `run`, in the
+// papers' experiments): here env, which sets a variable and execs kura in its place.
+func TestDevRunsNodesUnderAWrapper(t *testing.T) {
+	base := freeBasePort(t, 1)
+	_, nodes := startDev(t, "--hosts", "1", "--engines", "memory", "--data-dir", t.TempDir(),
+		"--base-port", strconv.Itoa(base), "--node-wrapper", "env KURA_DEV_WRAPPED=yes")
+	n, ok := nodes["host1-memory"]
+	if !ok {
+		t.Fatalf("kura dev printed %v", nodes)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", n.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(environ), "\x00"), "KURA_DEV_WRAPPED=yes") {
+		t.Fatal("the node did not run under the wrapper")
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.pid))
+	if !strings.Contains(string(cmdline), "server") {
+		t.Fatalf("the wrapped process is not a kura server: %q", cmdline)
+	}
+}
