@@ -55,6 +55,18 @@ type devInfo struct {
 	pid         int
 }
 
+// logsOnFailure returns dataDir, after arranging for the tail of every node's log in it
+// to be printed if the test fails.
+func logsOnFailure(t *testing.T, dataDir string) string {
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("sh", "-c", "tail -n 15 "+dataDir+"/*.log").CombinedOutput()
+			t.Logf("node logs:\n%s", logs)
+		}
+	})
+	return dataDir
+}
+
 // startDev runs `kura dev` and returns the nodes it printed once the ring is ready.
 func startDev(t *testing.T, args ...string) (*exec.Cmd, map[string]devInfo) {
 	t.Helper()
@@ -96,13 +108,7 @@ func startDev(t *testing.T, args ...string) (*exec.Cmd, map[string]devInfo) {
 
 func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 	base := freeBasePort(t, 3)
-	dataDir := t.TempDir()
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := exec.Command("sh", "-c", "tail -n 15 "+dataDir+"/*.log").CombinedOutput()
-			t.Logf("node logs:\n%s", logs)
-		}
-	})
+	dataDir := logsOnFailure(t, t.TempDir())
 	_, nodes := startDev(t, "--hosts", "3", "--engines", "lsm", "--data-dir", dataDir, "--base-port", strconv.Itoa(base))
 	if len(nodes) != 3 {
 		t.Fatalf("kura dev printed %d nodes", len(nodes))
@@ -123,61 +129,102 @@ func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 	defer client.Close()
 
 	// Writers at QUORUM (the default) record every acknowledged write.
-	var cmdline []byte
-	var mu sync.Mutex
-	acked := map[string]string{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
+	log := startWriters(ctx, []*redis.Client{client}, 4)
+	time.Sleep(500 * time.Millisecond)
+
+	// SIGKILL host3's node while writes go on, then start it again with the same
+	// command line.
+	restart := sigkill(t, n3.pid)
+	time.Sleep(2 * time.Second) // long enough for the failure detectors
+	hinted := waitHints(t, n1.admin, func(n int64) bool { return n > 0 })
+	restart()
+	time.Sleep(time.Second)
+	log.stop()
+	waitHints(t, n1.admin, func(n int64) bool { return n == 0 })
+
+	// Every acknowledged write reads back at ALL.
+	acked := log.acked
+	missing := missingAtAll(t, client, acked)
+	t.Logf("%d acknowledged writes, %d hints held for the killed node while it was down, %d missing", len(acked), hinted, missing)
+	if len(acked) < 100 {
+		t.Errorf("only %d writes were acknowledged", len(acked))
+	}
+}
+
+// ackLog is writers at the connections' consistency level (QUORUM by default) and the
+// writes acknowledged to them: each key written once, with its own value.
+type ackLog struct {
+	mu    sync.Mutex
+	acked map[string]string
+	keys  []string
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startWriters starts n writers over clients (in turn), each writing a key a millisecond.
+func startWriters(ctx context.Context, clients []*redis.Client, n int) *ackLog {
+	l := &ackLog{acked: map[string]string{}, done: make(chan struct{})}
+	for w := range n {
+		l.wg.Go(func() {
+			c := clients[w%len(clients)]
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-l.done:
 					return
 				default:
 				}
 				k, v := fmt.Sprintf("w%d-k%d", w, i), fmt.Sprintf("v%d", i)
-				if client.Set(ctx, k, v, 0).Err() == nil {
-					mu.Lock()
-					acked[k] = v
-					mu.Unlock()
+				if c.Set(ctx, k, v, 0).Err() == nil {
+					l.mu.Lock()
+					l.acked[k] = v
+					l.keys = append(l.keys, k)
+					l.mu.Unlock()
 				}
 				time.Sleep(time.Millisecond)
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond)
+	return l
+}
 
-	// SIGKILL host3's node while writes go on, then start it again with the same
-	// command line.
-	cmdline, err = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n3.pid))
+// stop stops the writers and waits for them.
+func (l *ackLog) stop() {
+	close(l.done)
+	l.wg.Wait()
+}
+
+// sigkill kills node pid with SIGKILL and returns what starts it again with the same
+// command line (stopped when the test ends).
+func sigkill(t *testing.T, pid int) (restart func()) {
+	t.Helper()
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if err := syscall.Kill(n3.pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // long enough for the failure detectors
-	hinted := waitHints(t, n1.admin, func(n int64) bool { return n > 0 })
-	restarted := exec.Command(args[0], args[1:]...)
-	if err := restarted.Start(); err != nil {
-		t.Fatal(err)
+	return func() {
+		t.Helper()
+		restarted := exec.Command(args[0], args[1:]...)
+		if err := restarted.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = restarted.Process.Signal(syscall.SIGTERM); _ = restarted.Wait() })
 	}
-	defer func() { _ = restarted.Process.Signal(syscall.SIGTERM); _ = restarted.Wait() }()
-	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
-	waitHints(t, n1.admin, func(n int64) bool { return n == 0 })
+}
 
-	// Every acknowledged write reads back at ALL.
+// missingAtAll reads every acknowledged write back at ALL through client and returns how
+// many did not read back as written, reporting the first few.
+func missingAtAll(t *testing.T, client *redis.Client, acked map[string]string) int {
+	t.Helper()
+	ctx := context.Background()
 	conn := client.Conn()
 	defer conn.Close()
 	if err := conn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	missing := 0
 	for k, v := range acked {
 		got, err := conn.Get(ctx, k).Result()
@@ -188,10 +235,7 @@ func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d acknowledged writes, %d hints held for the killed node while it was down, %d missing", len(acked), hinted, missing)
-	if len(acked) < 100 {
-		t.Errorf("only %d writes were acknowledged", len(acked))
-	}
+	return missing
 }
 
 // waitHints polls `kura admin hints` on admin until the total held satisfies ok, and
@@ -227,13 +271,7 @@ func waitHints(t *testing.T, admin string, ok func(int64) bool) int64 {
 // case.)
 func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 	base := freeBasePort(t, 9)
-	dataDir := t.TempDir()
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := exec.Command("sh", "-c", "tail -n 15 "+dataDir+"/*.log").CombinedOutput()
-			t.Logf("node logs:\n%s", logs)
-		}
-	})
+	dataDir := logsOnFailure(t, t.TempDir())
 	_, nodes := startDev(t, "--hosts", "3", "--engines", "lsm,btree,memory", "--data-dir", dataDir, "--base-port", strconv.Itoa(base))
 	if len(nodes) != 9 {
 		t.Fatalf("kura dev printed %d nodes", len(nodes))
@@ -254,82 +292,50 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 		clients = append(clients, c)
 	}
 
-	var mu sync.Mutex
-	acked := map[string]string{}
-	var keys []string
+	log := startWriters(ctx, clients, 4)
+	var rmu sync.Mutex
 	var wrong []string
 	reads := 0
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			c := clients[w%len(clients)]
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k, v := fmt.Sprintf("w%d-k%d", w, i), fmt.Sprintf("v%d", i)
-				if c.Set(ctx, k, v, 0).Err() == nil {
-					mu.Lock()
-					acked[k] = v
-					keys = append(keys, k)
-					mu.Unlock()
-				}
-				time.Sleep(time.Millisecond)
-			}
-		})
-	}
-	for r := range 2 {
-		wg.Go(func() {
+	stopReaders := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := range 2 { // readers of acknowledged writes, at QUORUM
+		readers.Go(func() {
 			c := clients[r%len(clients)]
 			rng := rand.New(rand.NewPCG(uint64(r), 7))
 			for {
 				select {
-				case <-stop:
+				case <-stopReaders:
 					return
 				default:
 				}
-				mu.Lock()
-				if len(keys) == 0 {
-					mu.Unlock()
+				log.mu.Lock()
+				if len(log.keys) == 0 {
+					log.mu.Unlock()
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
-				k := keys[rng.IntN(len(keys))]
-				v := acked[k]
-				mu.Unlock()
+				k := log.keys[rng.IntN(len(log.keys))]
+				v := log.acked[k]
+				log.mu.Unlock()
 				got, err := c.Get(ctx, k).Result()
 				if err != nil && err != redis.Nil {
 					continue // unavailable or timed out while a node is down: not a wrong answer
 				}
-				mu.Lock()
+				rmu.Lock()
 				reads++
 				if got != v {
 					wrong = append(wrong, fmt.Sprintf("%s=%s read as %q", k, v, got))
 				}
-				mu.Unlock()
+				rmu.Unlock()
 			}
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
 
 	for _, victim := range []string{"host3-memory", "host3-btree", "host3-lsm"} {
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", nodes[victim].pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if err := syscall.Kill(nodes[victim].pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		restart := sigkill(t, nodes[victim].pid)
 		time.Sleep(2 * time.Second) // long enough for the failure detectors
-		restarted := exec.Command(args[0], args[1:]...)
-		if err := restarted.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = restarted.Process.Signal(syscall.SIGTERM); _ = restarted.Wait() }()
+		restart()
 		engine := strings.TrimPrefix(victim, "host3-")
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -346,29 +352,14 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 		}
 		time.Sleep(time.Second) // writes and reads go on with the node back
 	}
-	close(stop)
-	wg.Wait()
+	close(stopReaders)
+	readers.Wait()
+	log.stop()
 	for _, name := range []string{"host1-lsm", "host2-btree"} {
 		waitHints(t, nodes[name].admin, func(n int64) bool { return n == 0 })
 	}
-
-	conn := clients[0].Conn()
-	defer conn.Close()
-	if err := conn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	missing := 0
-	for k, v := range acked {
-		got, err := conn.Get(ctx, k).Result()
-		if err != nil || got != v {
-			missing++
-			if missing < 5 {
-				t.Errorf("acknowledged %s=%s reads back %q at ALL: %v", k, v, got, err)
-			}
-		}
-	}
+	acked := log.acked
+	missing := missingAtAll(t, clients[0], acked)
 	t.Logf("%d acknowledged writes, %d reads during the churn, %d wrong, %d missing at ALL", len(acked), reads, len(wrong), missing)
 	if len(wrong) > 0 {
 		t.Errorf("reads during the churn returned less than acknowledged writes: %v", wrong[:min(5, len(wrong))])

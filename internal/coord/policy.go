@@ -156,46 +156,35 @@ type EngineAware struct{}
 // Name implements Policy.
 func (EngineAware) Name() string { return "engine-aware" }
 
-// writeRank and readRank order roles for writes and for reads; unknown roles come last.
-func writeRank(r engine.Role) int {
-	switch r {
-	case engine.WriteOptimized:
-		return 0
-	case engine.InMemory:
-		return 1
-	case engine.ReadOptimized:
-		return 2
-	}
-	return 3
-}
+// The orders in which EngineAware prefers roles: for writes, and for reads.
+var (
+	writeOrder = []engine.Role{engine.WriteOptimized, engine.InMemory, engine.ReadOptimized}
+	readOrder  = []engine.Role{engine.ReadOptimized, engine.InMemory, engine.WriteOptimized}
+)
 
-func readRank(r engine.Role) int {
-	switch r {
-	case engine.ReadOptimized:
-		return 0
-	case engine.InMemory:
-		return 1
-	case engine.WriteOptimized:
-		return 2
+// rank returns r's place in order; roles not in it come last.
+func rank(order []engine.Role, r engine.Role) int {
+	if i := slices.Index(order, r); i >= 0 {
+		return i
 	}
-	return 3
+	return len(order)
 }
 
 // Synchronous reports whether EngineAware counts writes to a replica of role r from the
 // start; a write to any other replica is sent without waiting for it.
 func Synchronous(r engine.Role) bool { return r == engine.WriteOptimized || r == engine.InMemory }
 
-// byRank returns the replicas stably sorted by rank of their role.
-func byRank(replicas []Replica, rank func(engine.Role) int) []Replica {
+// byRank returns the replicas stably sorted by key.
+func byRank(replicas []Replica, key func(Replica) int) []Replica {
 	out := slices.Clone(replicas)
-	slices.SortStableFunc(out, func(a, b Replica) int { return rank(a.Role) - rank(b.Role) })
+	slices.SortStableFunc(out, func(a, b Replica) int { return key(a) - key(b) })
 	return out
 }
 
 // PlanWrite implements Policy.
 func (EngineAware) PlanWrite(replicas []Replica, need int) WritePlan {
 	var p WritePlan
-	for _, r := range byRank(replicas, writeRank) {
+	for _, r := range byRank(replicas, func(r Replica) int { return rank(writeOrder, r.Role) }) {
 		switch {
 		case !r.Up:
 			p.Hinted = append(p.Hinted, r.ID)
@@ -214,7 +203,7 @@ func (EngineAware) PlanWrite(replicas []Replica, need int) WritePlan {
 
 // PlanRead implements Policy.
 func (EngineAware) PlanRead(replicas []Replica, need int) ReadPlan {
-	p := Uniform{}.PlanRead(byRank(replicas, readRank), need)
+	p := Uniform{}.PlanRead(byRank(replicas, func(r Replica) int { return rank(readOrder, r.Role) }), need)
 	p.Widen = true
 	return p
 }
@@ -260,8 +249,9 @@ func (LoadAware) PlanRead(replicas []Replica, need int) ReadPlan {
 	overloaded := func(r Replica) bool {
 		return least > 0 && r.Latency > OverloadFloor && r.Latency > OverloadFactor*least
 	}
-	rank := func(r Replica) int {
-		k := readRank(r.Role)
+	// Overloaded after lagging after the rest; by role within each.
+	key := func(r Replica) int {
+		k := rank(readOrder, r.Role)
 		if r.Lagging {
 			k += 10
 		}
@@ -270,9 +260,7 @@ func (LoadAware) PlanRead(replicas []Replica, need int) ReadPlan {
 		}
 		return k
 	}
-	out := slices.Clone(replicas)
-	slices.SortStableFunc(out, func(a, b Replica) int { return rank(a) - rank(b) })
-	p := Uniform{}.PlanRead(out, need)
+	p := Uniform{}.PlanRead(byRank(replicas, key), need)
 	p.Widen = true
 	return p
 }

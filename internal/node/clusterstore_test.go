@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
@@ -230,25 +229,10 @@ func (h hangingCaller) Go(ctx context.Context, m uint16, p []byte, done func([]b
 // replica's acknowledgement, instead of waiting out the request timeout.
 func TestEngineAwareWriteFallsBackWhenASynchronousReplicaIsSlow(t *testing.T) {
 	for _, slowAfter := range []time.Duration{50 * time.Millisecond, 0} {
-		c := newTestCluster(t, coord.Quorum)
 		release := make(chan struct{})
 		defer close(release)
-		roles := map[ring.NodeID]engine.Role{"n1": engine.WriteOptimized, "n2": engine.ReadOptimized, "n3": engine.InMemory}
-		c.store.replicas = func([]byte) []coord.Replica {
-			var out []coord.Replica
-			for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
-				out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
-			}
-			return out
-		}
-		peer := c.store.peer
-		c.store.peer = func(id ring.NodeID) (caller, error) {
-			if id == "n3" {
-				return hangingCaller{release}, nil
-			}
-			return peer(id)
-		}
-		c.store.policy, c.store.slowAfter, c.store.timeout = coord.EngineAware{}, slowAfter, 500*time.Millisecond
+		c := heteroTestCluster(t, coord.EngineAware{}, "n3", func(caller) caller { return hangingCaller{release} })
+		c.store.slowAfter, c.store.timeout = slowAfter, 500*time.Millisecond
 		start := time.Now()
 		err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}})
 		took := time.Since(start)

@@ -84,8 +84,8 @@ func (d delayedCaller) Go(ctx context.Context, m uint16, p []byte, done func([]b
 }
 
 // heteroTestCluster is newTestCluster with roles (n1 lsm, coordinating; n2 btree; n3
-// memory) under policy, with n2 answering through wrap.
-func heteroTestCluster(t *testing.T, policy coord.Policy, wrap func(caller) caller) *testCluster {
+// memory) under policy, with replica wrapped answering through wrap.
+func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, wrap func(caller) caller) *testCluster {
 	c := newTestCluster(t, coord.Quorum)
 	roles := map[ring.NodeID]engine.Role{"n1": engine.WriteOptimized, "n2": engine.ReadOptimized, "n3": engine.InMemory}
 	c.store.replicas = func([]byte) []coord.Replica {
@@ -98,7 +98,7 @@ func heteroTestCluster(t *testing.T, policy coord.Policy, wrap func(caller) call
 	peer := c.store.peer
 	c.store.peer = func(id ring.NodeID) (caller, error) {
 		p, err := peer(id)
-		if id == "n2" && err == nil {
+		if id == wrapped && err == nil {
 			return wrap(p), nil
 		}
 		return p, err
@@ -115,7 +115,7 @@ func heteroTestCluster(t *testing.T, policy coord.Policy, wrap func(caller) call
 // way (here it takes 300 ms to answer anything). Engine-aware reads wait for it.
 func TestLoadAwareReadOfAFreshWriteSkipsTheLaggingReplica(t *testing.T) {
 	for _, policy := range []coord.Policy{coord.LoadAware{}, coord.EngineAware{}} {
-		c := heteroTestCluster(t, policy, func(p caller) caller { return delayedCaller{p, 300 * time.Millisecond} })
+		c := heteroTestCluster(t, policy, "n2", func(p caller) caller { return delayedCaller{p, 300 * time.Millisecond} })
 		if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestLoadAwareReadOfAFreshWriteSkipsTheLaggingReplica(t *testing.T) {
 // last by load-aware reads once its latency is known; and measured again once the sample
 // is stale.
 func TestLoadAwareReadsAvoidAnOverloadedReplica(t *testing.T) {
-	c := heteroTestCluster(t, coord.LoadAware{}, func(p caller) caller { return delayedCaller{p, 30 * time.Millisecond} })
+	c := heteroTestCluster(t, coord.LoadAware{}, "n2", func(p caller) caller { return delayedCaller{p, 30 * time.Millisecond} })
 	for i := range 20 {
 		if err := c.store.Apply([]row.Mutation{{Key: []byte{byte(i)}, Row: cell("v", 1)}}); err != nil {
 			t.Fatal(err)
