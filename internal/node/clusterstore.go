@@ -165,11 +165,11 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			done := func(_ []byte, err error) { results <- writeResult{e.To, err} }
+			answer := func(_ []byte, err error) { results <- writeResult{e.To, err} }
 			if s.load != nil {
-				done = s.load.timed(e.To, done)
+				answer = s.load.timed(e.To, answer)
 			}
-			s.send(ctx, e.To, wire.MethodWrite, payload, done)
+			s.send(ctx, e.To, wire.MethodWrite, payload, answer)
 		case coord.StoreHint:
 			s.hint(e)
 		case coord.Reply:
@@ -330,11 +330,11 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 				continue
 			}
 			payload := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: key, Digest: e.Digest})
-			done := func(b []byte, err error) { results <- readResult{from: e.To, resp: decodeRead(b, err)} }
+			answer := func(b []byte, err error) { results <- readResult{from: e.To, resp: decodeRead(b, err)} }
 			if s.load != nil {
-				done = s.load.timed(e.To, done)
+				answer = s.load.timed(e.To, answer)
 			}
-			s.send(ctx, e.To, wire.MethodRead, payload, done)
+			s.send(ctx, e.To, wire.MethodRead, payload, answer)
 		case coord.SendWrite: // read repair
 			run.out++
 			s.metrics.repair()
