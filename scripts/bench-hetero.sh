@@ -12,9 +12,11 @@
 # must be one both clusters sustain), PHASES ("throughput latency"), BASE_PORT (27380),
 # SERVER_FLAGS (extra flags for every node), NODE_WRAPPER (a command every node runs
 # under, e.g. "scripts/emulate-disks.sh run --disk hdd --memory 256M --" for the emulated
-# HDD; see docs/design/emulated-disks.md) and DATA_ROOT (where the nodes' data directories
-# go, e.g. /mnt/kura-hdd; default a temporary directory). Client connections are spread
-# over every node of the cluster. RSS of every node is sampled in the middle of each run.
+# HDD; see docs/design/emulated-disks.md), MEMORY_NODE_WRAPPER (the same for in-memory
+# nodes only, which need room for their whole share) and DATA_ROOT (where the nodes' data
+# directories go, e.g. /mnt/kura-hdd; default a temporary directory). Client connections
+# are spread over every node of the cluster. RSS of every node is sampled in the middle
+# of each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/hetero}
@@ -28,6 +30,7 @@ BASE=${BASE_PORT:-27380}
 DEV_FLAGS=()
 for flag in ${SERVER_FLAGS:-}; do DEV_FLAGS+=("--server-flag=$flag"); done
 [ -n "${NODE_WRAPPER:-}" ] && DEV_FLAGS+=("--node-wrapper=$NODE_WRAPPER")
+[ -n "${MEMORY_NODE_WRAPPER:-}" ] && DEV_FLAGS+=("--node-wrapper=memory=$MEMORY_NODE_WRAPPER")
 WORK=$(mktemp -d /tmp/kura-hetero.XXXXXX)
 DATA=${DATA_ROOT:-$WORK}/kura-hetero-data
 DEV_PID=""

@@ -28,7 +28,7 @@ type devFlags struct {
 	basePort int
 	rf       int
 	extra    []string
-	wrapper  string // command (split on spaces) each node runs under, e.g. the emulated disks'
+	wrappers []string // commands nodes run under: "CMD" for all, "ENGINE=CMD" for one engine
 	timeout  time.Duration
 	procs    int // GOMAXPROCS of every node; 0 divides the machine's cores among them
 }
@@ -68,7 +68,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
 	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
 	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic")
-	fl.StringVar(&f.wrapper, "node-wrapper", "", "command every node runs under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk)")
+	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable)")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
 	return cmd
 }
@@ -138,6 +138,23 @@ func planDev(f *devFlags) ([]*devNode, error) {
 	return nodes, nil
 }
 
+// wrapperFor returns the --node-wrapper command for a node of engine: the last one
+// given as "ENGINE=COMMAND" for it, else the last plain one, else "".
+func wrapperFor(wrappers []string, engine string) string {
+	plain, own := "", ""
+	for _, w := range wrappers {
+		if cmd, ok := strings.CutPrefix(w, engine+"="); ok {
+			own = cmd
+		} else if e, _, ok := strings.Cut(w, "="); !ok || strings.ContainsAny(e, " /") {
+			plain = w // no engine prefix (an "=" inside the command does not make one)
+		}
+	}
+	if own != "" {
+		return own
+	}
+	return plain
+}
+
 // mixed reports whether engines (comma-separated) names more than one engine.
 func mixed(engines string) bool {
 	var seen []string
@@ -171,7 +188,7 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 	}
 	args = append(args, f.extra...)
 	name := exe
-	if w := strings.Fields(f.wrapper); len(w) > 0 {
+	if w := strings.Fields(wrapperFor(f.wrappers, n.engine)); len(w) > 0 {
 		name, args = w[0], append(append(w[1:len(w):len(w)], exe), args...)
 	}
 	n.cmd, n.log = exec.Command(name, args...), logf

@@ -391,3 +391,15 @@ func TestDevRunsNodesUnderAWrapper(t *testing.T) {
 		t.Fatalf("the wrapped process is not a kura server: %q", cmdline)
 	}
 }
+
+func TestWrapperForPicksTheEnginesOwnThenThePlainOne(t *testing.T) {
+	ws := []string{"env A=1", "memory=env B=2", "lsm=nice"}
+	for engine, want := range map[string]string{"memory": "env B=2", "lsm": "nice", "btree": "env A=1"} {
+		if got := wrapperFor(ws, engine); got != want {
+			t.Errorf("%s: %q, want %q", engine, got, want)
+		}
+	}
+	if got := wrapperFor([]string{"memory=x"}, "lsm"); got != "" {
+		t.Errorf("an engine's own wrapper applied to another engine: %q", got)
+	}
+}
