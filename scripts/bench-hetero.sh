@@ -44,6 +44,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# tree_rss PID: resident KiB of PID and its descendants (a node under --node-wrapper is the
+# wrapper's child).
+tree_rss() {
+  local total c
+  total=$(ps -o rss= -p "$1" 2>/dev/null || echo 0)
+  for c in $(pgrep -P "$1"); do total=$((total + $(tree_rss "$c"))); done
+  echo "$total"
+}
+
 go build -o "$WORK/kura" ./cmd/kura
 KURA=$WORK/kura
 rm -rf "$OUT" "$DATA"
@@ -66,7 +75,7 @@ for cluster in homogeneous heterogeneous; do
     for w in write-only write-heavy read-heavy read-only; do
       extra=()
       [ "$phase" = latency ] && extra=(--rate "$RATE")
-      ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in $PIDS; do echo "$cluster $phase $w pid $p rss_mib $(( $(ps -o rss= -p "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
+      ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in $PIDS; do echo "$cluster $phase $w pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
       SAMPLER=$!
       "$KURA" bench run -w "$w" "${COMMON[@]}" ${extra[@]+"${extra[@]}"} --label "$cluster-$phase" --duration "$RUN" --warmup "$WARMUP" \
         --out "$OUT/$cluster-$phase-$w" | sed -n 1p
