@@ -178,7 +178,11 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 	}
 	if local != nil { // after the remote sends, so that they overlap with it
 		s.metrics.replicaRequest(wire.MethodWrite)
-		results <- writeResult{local.To, s.local.Write([]row.Mutation{local.Mutation})}
+		// In a goroutine, unlike a local read: an engine's write can stall for seconds (a
+		// B+tree commit held up by writeback on a slow disk, an LSM write stall), and the
+		// request must still answer at its deadline. results has room for every answer.
+		m := local.Mutation
+		go func() { results <- writeResult{local.To, s.local.Write([]row.Mutation{m})} }()
 	}
 	return reply, done
 }

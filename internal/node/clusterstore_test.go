@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
@@ -248,5 +249,46 @@ func TestEngineAwareWriteFallsBackWhenASynchronousReplicaIsSlow(t *testing.T) {
 			t.Fatal("the write acknowledged after the fallback is not on n1 and n2")
 		}
 		t.Logf("fallback after %v: %v in %v", slowAfter, err, took.Round(time.Millisecond))
+	}
+}
+
+// stallingEngine is an engine whose Apply blocks until release is closed.
+type stallingEngine struct {
+	engine.Engine
+	release chan struct{}
+}
+
+func (e stallingEngine) Apply(b []row.Mutation) error {
+	<-e.release
+	return e.Engine.Apply(b)
+}
+
+// The coordinator's own replica stalls on a write (a B+tree commit held up by a slow
+// disk, an LSM write stall): the write still answers by its deadline, from the other
+// replicas, instead of hanging the client for as long as the engine does.
+func TestAWriteAnswersWhileTheLocalReplicaStalls(t *testing.T) {
+	c := newTestCluster(t, coord.Quorum)
+	release := make(chan struct{})
+	defer close(release)
+	c.store.local = &replica.Handler{Engine: stallingEngine{c.handlers["n1"].Engine, release}}
+	c.store.timeout = 300 * time.Millisecond
+	// apply writes key, failing the test rather than hanging if the write does not answer.
+	apply := func(key string) (time.Duration, error) {
+		start, done := time.Now(), make(chan error, 1)
+		go func() { done <- c.store.Apply([]row.Mutation{{Key: []byte(key), Row: cell("v", 1)}}) }()
+		select {
+		case err := <-done:
+			return time.Since(start), err
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the write of %s hung while the local replica stalled", key)
+			return 0, nil
+		}
+	}
+	if took, err := apply("k"); err != nil || took > 250*time.Millisecond {
+		t.Fatalf("QUORUM write with the local replica stalled: %v after %v; want OK from the two others", err, took)
+	}
+	c.store.level = coord.All
+	if took, err := apply("k2"); !errors.Is(err, coord.ErrTimeout) || took > 2*c.store.timeout {
+		t.Fatalf("ALL write with the local replica stalled: %v after %v; want TIMEOUT at the %v deadline", err, took, c.store.timeout)
 	}
 }
