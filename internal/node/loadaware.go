@@ -16,8 +16,7 @@ import (
 // message carries them. Safe for concurrent use.
 type loadTracker struct {
 	recent recentWrites
-	mu     sync.Mutex
-	peers  map[ring.NodeID]*peerLatency
+	peers  sync.Map // ring.NodeID -> *peerLatency; read on every request, written once per peer
 }
 
 // Latency samples older than latencyStale are forgotten, so that a replica asked less
@@ -30,19 +29,15 @@ type peerLatency struct {
 }
 
 func newLoadTracker() *loadTracker {
-	return &loadTracker{recent: recentWrites{window: recentWriteWindow, max: recentWriteMax},
-		peers: map[ring.NodeID]*peerLatency{}}
+	return &loadTracker{recent: recentWrites{window: recentWriteWindow, max: recentWriteMax}}
 }
 
 func (t *loadTracker) peer(id ring.NodeID) *peerLatency {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p, ok := t.peers[id]
-	if !ok {
-		p = &peerLatency{}
-		t.peers[id] = p
+	if p, ok := t.peers.Load(id); ok {
+		return p.(*peerLatency)
 	}
-	return p
+	p, _ := t.peers.LoadOrStore(id, &peerLatency{})
+	return p.(*peerLatency)
 }
 
 // observe records one answer from peer id that took d.
