@@ -36,6 +36,7 @@ type devFlags struct {
 // devNode is one kura process of a local cluster.
 type devNode struct {
 	name, engine, host             string
+	hostNum                        int // 1..hosts: what {host} in --data-dir and --node-wrapper stands for
 	client, admin, gossip, internd string
 	cmd                            *exec.Cmd
 	log                            *os.File
@@ -53,10 +54,16 @@ them all on Ctrl-C. Data and logs stay in --data-dir, so running the same comman
 restarts the same cluster. With more than one engine the nodes use engine-diverse
 placement (every key gets a replica on each engine) and engine-aware routing.
 
+{host} in --data-dir and --node-wrapper stands for the host's number, so that each host
+can have its own disks, as real hosts do (e.g. the emulated disks hdd1..hdd3 of
+scripts/emulate-disks.sh).
+
 Ports: node k (counting from 0) serves RESP on base+k, admin HTTP on base+1000+k, gossip
 on base+2000+k and internode requests on base+3000+k.`,
 		Example: `  kura dev --hosts 3 --engines lsm
-  kura dev --hosts 3 --engines lsm,btree,memory --data-dir /tmp/kura-dev`,
+  kura dev --hosts 3 --engines lsm,btree,memory --data-dir /tmp/kura-dev
+  kura dev --hosts 3 --data-dir '/mnt/kura-hdd{host}/dev' \
+      --node-wrapper 'scripts/emulate-disks.sh run --disk hdd{host} --memory 256M --'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
@@ -64,11 +71,11 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.IntVar(&f.hosts, "hosts", 3, "number of hosts (labels host1..hostN)")
 	fl.StringVar(&f.engines, "engines", "lsm", "comma-separated engines to run on every host: one process each")
 	fl.IntVar(&f.procs, "procs-per-node", 0, "GOMAXPROCS of every node; 0 gives each node its share of this machine's cores (at least 1), since the nodes share them; a GOMAXPROCS environment variable overrides it")
-	fl.StringVar(&f.dataDir, "data-dir", "kura-dev", "directory for every node's data and log")
+	fl.StringVar(&f.dataDir, "data-dir", "kura-dev", "directory for every node's data and log; {host} stands for the host's number")
 	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
 	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
 	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic")
-	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable)")
+	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable); {host} stands for the host's number")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
 	return cmd
 }
@@ -130,7 +137,7 @@ func planDev(f *devFlags) ([]*devNode, error) {
 				return nil, fmt.Errorf("dev: unknown engine %q (want lsm, btree or memory)", e)
 			}
 			port := func(off int) string { return "127.0.0.1:" + strconv.Itoa(f.basePort+off+k) }
-			nodes = append(nodes, &devNode{name: fmt.Sprintf("host%d-%s", h, e), engine: e, host: fmt.Sprintf("host%d", h),
+			nodes = append(nodes, &devNode{name: fmt.Sprintf("host%d-%s", h, e), engine: e, host: fmt.Sprintf("host%d", h), hostNum: h,
 				client: port(0), admin: port(1000), gossip: port(2000), internd: port(3000)})
 			k++
 		}
@@ -166,12 +173,16 @@ func mixed(engines string) bool {
 	return len(seen) > 1
 }
 
+// forHost replaces {host} in s with host h's number.
+func forHost(s string, h int) string { return strings.ReplaceAll(s, "{host}", strconv.Itoa(h)) }
+
 func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
-	dir := filepath.Join(f.dataDir, n.name)
+	root := forHost(f.dataDir, n.hostNum)
+	dir := filepath.Join(root, n.name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	logf, err := os.OpenFile(filepath.Join(f.dataDir, n.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := os.OpenFile(filepath.Join(root, n.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
@@ -188,7 +199,7 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 	}
 	args = append(args, f.extra...)
 	name := exe
-	if w := strings.Fields(wrapperFor(f.wrappers, n.engine)); len(w) > 0 {
+	if w := strings.Fields(forHost(wrapperFor(f.wrappers, n.engine), n.hostNum)); len(w) > 0 {
 		name, args = w[0], append(append(w[1:len(w):len(w)], exe), args...)
 	}
 	n.cmd, n.log = exec.Command(name, args...), logf

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -371,24 +372,39 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 
 // --node-wrapper runs every node under a command (the emulated disks' `run`, in the
 // papers' experiments): here env, which sets a variable and execs kura in its place.
+// {host} in the wrapper and the data directory stands for the host's number, so that
+// each host can have disks of its own.
 func TestDevRunsNodesUnderAWrapper(t *testing.T) {
-	base := freeBasePort(t, 1)
-	_, nodes := startDev(t, "--hosts", "1", "--engines", "memory", "--data-dir", t.TempDir(),
-		"--base-port", strconv.Itoa(base), "--node-wrapper", "env KURA_DEV_WRAPPED=yes")
-	n, ok := nodes["host1-memory"]
-	if !ok {
-		t.Fatalf("kura dev printed %v", nodes)
-	}
-	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", n.pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(strings.Split(string(environ), "\x00"), "KURA_DEV_WRAPPED=yes") {
-		t.Fatal("the node did not run under the wrapper")
-	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.pid))
-	if !strings.Contains(string(cmdline), "server") {
-		t.Fatalf("the wrapped process is not a kura server: %q", cmdline)
+	base := freeBasePort(t, 2)
+	root := t.TempDir()
+	_, nodes := startDev(t, "--hosts", "2", "--engines", "memory", "--data-dir", filepath.Join(root, "disk{host}"),
+		"--base-port", strconv.Itoa(base), "--node-wrapper", "env KURA_DEV_WRAPPED=host{host}")
+	for h := 1; h <= 2; h++ {
+		name := fmt.Sprintf("host%d-memory", h)
+		n, ok := nodes[name]
+		if !ok {
+			t.Fatalf("kura dev printed %v", nodes)
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", n.pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("KURA_DEV_WRAPPED=host%d", h); !slices.Contains(strings.Split(string(environ), "\x00"), want) {
+			t.Errorf("%s did not run under its host's wrapper (want %s in its environment)", name, want)
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.pid))
+		if !strings.Contains(string(cmdline), "server") {
+			t.Fatalf("the wrapped process is not a kura server: %q", cmdline)
+		}
+		disk := filepath.Join(root, fmt.Sprintf("disk%d", h))
+		for _, f := range []string{name, name + ".log"} {
+			if _, err := os.Stat(filepath.Join(disk, f)); err != nil {
+				t.Errorf("%s's data and log are not on its host's directory: %v", name, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(root, fmt.Sprintf("disk%d", 3-h), name)); err == nil {
+			t.Errorf("%s has a data directory on the other host's disk", name)
+		}
 	}
 }
 
