@@ -10,13 +10,21 @@
 # Environment: RECORDS (100000), THREADS (40, the paper's Fig. 7), RUN (20s), WARMUP (30s),
 # RATE (1000: the fixed request rate of the latency runs, the paper's Figs. 5 and 6; it
 # must be one both clusters sustain), PHASES ("throughput latency"), BASE_PORT (27380),
-# SERVER_FLAGS (extra flags for every node), NODE_WRAPPER (a command every node runs
-# under, e.g. "scripts/emulate-disks.sh run --disk hdd --memory 256M --" for the emulated
-# HDD; see docs/design/emulated-disks.md), MEMORY_NODE_WRAPPER (the same for in-memory
-# nodes only, which need room for their whole share) and DATA_ROOT (where the nodes' data
-# directories go, e.g. /mnt/kura-hdd; default a temporary directory). Client connections
-# are spread over every node of the cluster. RSS of every node is sampled in the middle
-# of each run.
+# CLUSTERS ("homogeneous heterogeneous"; add "load-aware" for the heterogeneous cluster
+# with load-aware routing, which reuses the heterogeneous cluster's data),
+# SERVER_FLAGS (extra flags for every node; HOMO_FLAGS and HETERO_FLAGS add flags for one
+# cluster's nodes only), NODE_WRAPPER (a command every node runs under, e.g.
+# "scripts/emulate-disks.sh run --disk hdd{host} --memory 256M --" for the emulated HDDs;
+# see docs/design/emulated-disks.md; HOMO_WRAPPER and HETERO_WRAPPER replace it for one
+# cluster), HOMO_LIMITS and HETERO_LIMITS (memory limits per engine, "lsm=384M", set with
+# `emulate-disks.sh limit` once the records are loaded, after which the page cache is
+# dropped: the wrappers' own limit can leave room to load quickly, since a B+tree loading
+# random keys under a tight limit on an emulated HDD takes hours), MEMORY_NODE_WRAPPER (the same for in-memory nodes only, which need room for
+# their whole share) and DATA_ROOT (where the nodes' data directories go, e.g.
+# /mnt/kura-hdd{host}; default a temporary directory). {host} in the wrappers and
+# DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
+# spread over every node of the cluster. RSS of every node is sampled in the middle of
+# each run, and the engines' I/O counters (/proc/PID/io) around each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/hetero}
@@ -26,21 +34,51 @@ RUN=${RUN:-20s}
 WARMUP=${WARMUP:-30s}
 RATE=${RATE:-1000}
 PHASES=${PHASES:-throughput latency}
+CLUSTERS=${CLUSTERS:-homogeneous heterogeneous}
 BASE=${BASE_PORT:-27380}
-DEV_FLAGS=()
-for flag in ${SERVER_FLAGS:-}; do DEV_FLAGS+=("--server-flag=$flag"); done
-[ -n "${NODE_WRAPPER:-}" ] && DEV_FLAGS+=("--node-wrapper=$NODE_WRAPPER")
-[ -n "${MEMORY_NODE_WRAPPER:-}" ] && DEV_FLAGS+=("--node-wrapper=memory=$MEMORY_NODE_WRAPPER")
 WORK=$(mktemp -d /tmp/kura-hetero.XXXXXX)
 DATA=${DATA_ROOT:-$WORK}/kura-hetero-data
+HOSTS=3
 DEV_PID=""
+
+# dev_flags CLUSTER prints kura dev's flags for one cluster, one per line.
+dev_flags() {
+  local flag wrapper=${NODE_WRAPPER:-} own
+  for flag in ${SERVER_FLAGS:-}; do echo "--server-flag=$flag"; done
+  if [ "$1" = homogeneous ]; then own=${HOMO_FLAGS:-}; wrapper=${HOMO_WRAPPER:-$wrapper}
+  else own=${HETERO_FLAGS:-}; wrapper=${HETERO_WRAPPER:-$wrapper}; fi
+  for flag in $own; do echo "--server-flag=$flag"; done
+  [ "$1" = load-aware ] && echo "--server-flag=--routing=load-aware"
+  [ -n "$wrapper" ] && echo "--node-wrapper=$wrapper"
+  [ -n "${MEMORY_NODE_WRAPPER:-}" ] && echo "--node-wrapper=memory=$MEMORY_NODE_WRAPPER"
+  return 0
+}
+
+# remove_data deletes every host's data directory.
+remove_data() {
+  local h
+  for h in $(seq "$HOSTS"); do rm -rf "${DATA//\{host\}/$h}"; done
+}
+
+# io_sample LABEL: read and written bytes of every node's process tree, from /proc/PID/io.
+io_sample() {
+  local p c r w
+  for p in $PIDS; do
+    r=0 w=0
+    for c in $p $(pgrep -P "$p"); do
+      r=$((r + $(awk '/^read_bytes/ {print $2}' "/proc/$c/io" 2>/dev/null || echo 0)))
+      w=$((w + $(awk '/^write_bytes/ {print $2}' "/proc/$c/io" 2>/dev/null || echo 0)))
+    done
+    echo "$1 pid $p read_bytes $r write_bytes $w"
+  done
+}
 stop_cluster() {
   if [ -n "$DEV_PID" ]; then kill -INT "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
   DEV_PID=""
 }
 cleanup() {
   stop_cluster
-  [ -n "${FAILED:-}" ] || rm -rf "$WORK" "$DATA"
+  [ -n "${FAILED:-}" ] || { remove_data; rm -rf "$WORK"; }
 }
 trap cleanup EXIT
 
@@ -55,30 +93,65 @@ tree_rss() {
 
 go build -o "$WORK/kura" ./cmd/kura
 KURA=$WORK/kura
-rm -rf "$OUT" "$DATA"
+rm -rf "$OUT"
+remove_data
 mkdir -p "$OUT"
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" server_flags=${SERVER_FLAGS:-none}" | tee "$OUT/conditions.txt"
+{
+  echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" clusters=\"$CLUSTERS\""
+  for cluster in $CLUSTERS; do echo "# $cluster: kura dev $(dev_flags "$cluster" | tr '\n' ' ')"; done
+} | tee "$OUT/conditions.txt"
 
-for cluster in homogeneous heterogeneous; do
-  engines=lsm
-  [ "$cluster" = heterogeneous ] && engines=lsm,btree,memory
-  "$KURA" dev --hosts 3 --engines "$engines" --data-dir "$DATA/$cluster" --base-port "$BASE" ${DEV_FLAGS[@]+"${DEV_FLAGS[@]}"} >"$WORK/$cluster.out" 2>&1 &
+# start_cluster CLUSTER ENGINES LAYOUT: starts kura dev and sets DEV_PID, PIDS and COMMON.
+start_cluster() {
+  local flags
+  mapfile -t flags < <(dev_flags "$1")
+  "$KURA" dev --hosts "$HOSTS" --engines "$2" --data-dir "$DATA/$3" --base-port "$BASE" "${flags[@]}" >"$WORK/$1.out" 2>&1 &
   DEV_PID=$!
-  for _ in $(seq 120); do grep -q "Ctrl-C stops" "$WORK/$cluster.out" && break; sleep 0.5; done
-  grep -q "Ctrl-C stops" "$WORK/$cluster.out" || { FAILED=1; cat "$WORK/$cluster.out" >&2; exit 1; }
-  PIDS=$(grep -o 'pid [0-9]*' "$WORK/$cluster.out" | awk '{print $2}')
+  for _ in $(seq 240); do grep -q "Ctrl-C stops" "$WORK/$1.out" && break; sleep 0.5; done
+  grep -q "Ctrl-C stops" "$WORK/$1.out" || { FAILED=1; cat "$WORK/$1.out" >&2; exit 1; }
+  PIDS=$(grep -o 'pid [0-9]*' "$WORK/$1.out" | awk '{print $2}')
+  local nodes target
   nodes=$(echo "$PIDS" | wc -w)
-  TARGET="resp://$(for i in $(seq 0 $((nodes - 1))); do printf '127.0.0.1:%d,' $((BASE + i)); done | sed 's/,$//')"
-  COMMON=(--target "$TARGET" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
-  "$KURA" bench load -w read-heavy "${COMMON[@]}" --label "$cluster" --out "$OUT/$cluster-load" --plots=false | sed -n 1p
+  target="resp://$(for i in $(seq 0 $((nodes - 1))); do printf '127.0.0.1:%d,' $((BASE + i)); done | sed 's/,$//')"
+  COMMON=(--target "$target" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
+}
+
+# apply_limits CLUSTER: sets each node's memory limit from HOMO_LIMITS or HETERO_LIMITS
+# ("ENGINE=SIZE ..."), then empties the page cache so that measuring starts cold.
+apply_limits() {
+  local limits=${HETERO_LIMITS:-} l engine size pid
+  [ "$1" = homogeneous ] && limits=${HOMO_LIMITS:-}
+  [ -n "$limits" ] || return 0
+  for l in $limits; do
+    engine=${l%%=*} size=${l#*=}
+    for pid in $(awk -v e="-$engine" '$1 ~ e"$" { for (i = 1; i < NF; i++) if ($i == "pid") print $(i + 1) }' "$WORK/$1.out"); do
+      scripts/emulate-disks.sh limit --memory "$size" "$pid"
+    done
+  done
+  sync
+  echo 3 >/proc/sys/vm/drop_caches || echo "warning: cannot drop the page cache" >&2
+  echo "# $1: memory limits $limits, page cache dropped at $(date -u +%FT%TZ)" | tee -a "$OUT/conditions.txt"
+}
+
+for cluster in $CLUSTERS; do
+  engines=lsm,btree,memory layout=heterogeneous
+  [ "$cluster" = homogeneous ] && engines=lsm layout=homogeneous
+  start_cluster "$cluster" "$engines" "$layout"
+  if [ ! -e "$WORK/$layout.loaded" ]; then # load-aware reuses the heterogeneous data
+    "$KURA" bench load -w read-heavy "${COMMON[@]}" --label "$cluster" --out "$OUT/$cluster-load" --plots=false | sed -n 1p
+    touch "$WORK/$layout.loaded"
+  fi
+  apply_limits "$cluster"
   for phase in $PHASES; do
     for w in write-only write-heavy read-heavy read-only; do
       extra=()
       [ "$phase" = latency ] && extra=(--rate "$RATE")
       ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in $PIDS; do echo "$cluster $phase $w pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
       SAMPLER=$!
+      io_sample "$cluster $phase $w before" >>"$OUT/io.txt"
       "$KURA" bench run -w "$w" "${COMMON[@]}" ${extra[@]+"${extra[@]}"} --label "$cluster-$phase" --duration "$RUN" --warmup "$WARMUP" \
         --out "$OUT/$cluster-$phase-$w" | sed -n 1p
+      io_sample "$cluster $phase $w after" >>"$OUT/io.txt"
       wait "$SAMPLER" # not a bare wait: kura dev is a child too
     done
   done
@@ -86,7 +159,9 @@ for cluster in homogeneous heterogeneous; do
 done
 for phase in $PHASES; do
   dirs=()
-  for w in write-only write-heavy read-heavy read-only; do dirs+=("$OUT/homogeneous-$phase-$w" "$OUT/heterogeneous-$phase-$w"); done
+  for w in write-only write-heavy read-heavy read-only; do
+    for cluster in $CLUSTERS; do dirs+=("$OUT/$cluster-$phase-$w"); done
+  done
   "$KURA" bench report "${dirs[@]}" --baseline "homogeneous-$phase" --out "$OUT/report-$phase" \
     --title "Heterogeneous vs homogeneous cluster ($phase), RF 3, QUORUM"
 done

@@ -13,6 +13,7 @@
 # Usage (as root):
 #   emulate-disks.sh up      [--disks "hdd ssd"] [--size 4G] [--mount-root /mnt] [--state-dir DIR]
 #   emulate-disks.sh run     [--memory 512M] [--disk NAME]... -- COMMAND [ARGS...]
+#   emulate-disks.sh limit   --memory SIZE RUN...   (RUN: pid of a running `run`)
 #   emulate-disks.sh verify  [--memory 64M] [--size 256M] [--runtime 3]
 #   emulate-disks.sh status
 #   emulate-disks.sh down    [--purge]
@@ -35,6 +36,10 @@
 #   KURA_EMU_{HDD,SSD}_{RIOPS,WIOPS,RBPS,WBPS}  limits, I/Os/s and bytes/s:
 #       HDD 200, 200, 140000000, 76000000; SSD 8500, 8500, 283000000, 85000000
 #   KURA_EMU_MOUNTS_FILE  mount table to read (/proc/self/mounts; tests only)
+#
+# `limit` changes the memory limit of runs already going, e.g. to load a data set with room
+# to spare and then measure with the page cache squeezed: lowering it makes the kernel
+# reclaim the runs' page cache at once.
 #
 # Exit status: 0 on success, 1 on failure, 2 on a usage error; `run` exits with
 # the command's status.
@@ -289,6 +294,26 @@ cg_create_run() {
 		fi
 		RUN_PROCS=("$dir/cgroup.procs")
 	fi
+}
+
+# cg_set_memory ID BYTES changes the memory limit of a run's cgroups.
+cg_set_memory() {
+	local rec=$STATE_DIR/runs/$1 dir cur
+	[[ -r $rec ]] || die "limit: no run $1 (give the pid of a running '$PROG run')"
+	while read -r dir; do
+		[[ -d $dir ]] || continue
+		if [[ $CG_MODE == v1 ]]; then
+			# memory+swap may never be below memory: lower memory first, raise it last.
+			cur=$(<"$dir/memory.limit_in_bytes")
+			if ((cur > $2)); then put "$dir/memory.limit_in_bytes" "$2"; fi
+			if [[ -e $dir/memory.memsw.limit_in_bytes ]]; then
+				printf '%s\n' "$2" >"$dir/memory.memsw.limit_in_bytes" 2>/dev/null || true
+			fi
+			if ((cur <= $2)); then put "$dir/memory.limit_in_bytes" "$2"; fi
+		else
+			put "$dir/memory.max" "$2"
+		fi
+	done <"$rec"
 }
 
 # cg_remove_run ID removes the cgroups of one run if no process is left in
@@ -574,6 +599,29 @@ cmd_status() {
 	fi
 }
 
+cmd_limit() {
+	local mem="" runs=()
+	while (($#)); do
+		case $1 in
+		--memory) mem=${2:?}; shift 2 ;;
+		--state-dir) STATE_DIR=${2:?}; shift 2 ;;
+		-*) usage_error "limit: unknown argument $1" ;;
+		*) runs+=("$1"); shift ;;
+		esac
+	done
+	[[ -n $mem ]] || usage_error "limit: --memory SIZE is required"
+	((${#runs[@]})) || usage_error "limit: name the runs (pids of '$PROG run')"
+	require_root limit
+	require_tools numfmt
+	local membytes r
+	membytes=$(bytes "$mem")
+	cg_load || die "limit: the emulated disks are not up (run '$PROG up' first)"
+	for r in "${runs[@]}"; do
+		[[ $r =~ ^[0-9]+$ ]] || usage_error "limit: not a pid: $r"
+		cg_set_memory "$r" "$membytes"
+	done
+}
+
 cmd_run() {
 	local mem=512M need=()
 	while (($#)); do
@@ -759,6 +807,7 @@ main() {
 	down) cmd_down "$@" ;;
 	status) cmd_status "$@" ;;
 	run) cmd_run "$@" ;;
+	limit) cmd_limit "$@" ;;
 	verify) cmd_verify "$@" ;;
 	help | -h | --help) usage ;;
 	*) usage_error "unknown command: $cmd" ;;

@@ -107,6 +107,22 @@ got=$(KURA_EMU_MOUNTS_FILE=$tmp/mounts.v1 KURA_EMU_STATE_DIR=$tmp/state in_scrip
 expect "v1 run cgroups" "$v1/memory${self%/}/kura-emu-run-42/cgroup.procs,$v1/blkio/cgroup.procs,67108864" "$got"
 expect "v1 run is recorded" "$v1/memory${self%/}/kura-emu-run-42" "$(cat "$tmp/state/runs/42")"
 
+# v1 limit: memory and memory+swap, in an order the kernel accepts (memsw >= memory).
+run42=$v1/memory${self%/}/kura-emu-run-42
+echo 67108864 >"$run42/memory.memsw.limit_in_bytes"
+got=$(KURA_EMU_MOUNTS_FILE=$tmp/mounts.v1 KURA_EMU_STATE_DIR=$tmp/state in_script '
+	cg_detect
+	cg_set_memory 42 33554432
+	echo "$(<"'"$run42"'/memory.limit_in_bytes") $(<"'"$run42"'/memory.memsw.limit_in_bytes")"
+	cg_set_memory 42 134217728
+	echo "$(<"'"$run42"'/memory.limit_in_bytes") $(<"'"$run42"'/memory.memsw.limit_in_bytes")"')
+expect "v1 limit lowers and raises" "33554432 33554432
+134217728 134217728" "$got"
+KURA_EMU_MOUNTS_FILE=$tmp/mounts.v1 KURA_EMU_STATE_DIR=$tmp/state in_script 'cg_detect; cg_set_memory 99 1' >/dev/null 2>&1
+expect "limit of an unknown run fails" 1 $?
+"$script" limit 42 >/dev/null 2>&1
+expect "limit without --memory exits 2" 2 $?
+
 # v2: controllers enabled, io.max on the parent, the run a child with memory.max.
 got=$(KURA_EMU_MOUNTS_FILE=$tmp/mounts.v2 KURA_EMU_STATE_DIR=$tmp/state in_script '
 	cg_detect
