@@ -10,6 +10,9 @@
 # Environment: RECORDS (100000), THREADS (40, the paper's Fig. 7), RUN (20s), WARMUP (30s),
 # RATE (1000: the fixed request rate of the latency runs, the paper's Figs. 5 and 6; it
 # must be one both clusters sustain), PHASES ("throughput latency"), BASE_PORT (27380),
+# RECORD (string: each record one string value, written blind with SET as Cassandra's
+# inserts were in the paper, and updates write all fields; hash: HSET, which reads the key
+# before it writes, so that every write also costs a QUORUM read),
 # CLUSTERS ("homogeneous heterogeneous"; add "load-aware" for the heterogeneous cluster
 # with load-aware routing, which reuses the heterogeneous cluster's data),
 # SERVER_FLAGS (extra flags for every node; HOMO_FLAGS and HETERO_FLAGS add flags for one
@@ -35,6 +38,9 @@ WARMUP=${WARMUP:-30s}
 RATE=${RATE:-1000}
 PHASES=${PHASES:-throughput latency}
 CLUSTERS=${CLUSTERS:-homogeneous heterogeneous}
+RECORD=${RECORD:-string}
+RECORD_PROPS=()
+[ "$RECORD" = string ] && RECORD_PROPS=(-p writeallfields=true)
 BASE=${BASE_PORT:-27380}
 WORK=$(mktemp -d /tmp/kura-hetero.XXXXXX)
 DATA=${DATA_ROOT:-$WORK}/kura-hetero-data
@@ -97,7 +103,7 @@ rm -rf "$OUT"
 remove_data
 mkdir -p "$OUT"
 {
-  echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" clusters=\"$CLUSTERS\""
+  echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS record=$RECORD threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" clusters=\"$CLUSTERS\""
   for cluster in $CLUSTERS; do echo "# $cluster: kura dev $(dev_flags "$cluster" | tr '\n' ' ')"; done
 } | tee "$OUT/conditions.txt"
 
@@ -113,7 +119,7 @@ start_cluster() {
   local nodes target
   nodes=$(echo "$PIDS" | wc -w)
   target="resp://$(for i in $(seq 0 $((nodes - 1))); do printf '127.0.0.1:%d,' $((BASE + i)); done | sed 's/,$//')"
-  COMMON=(--target "$target" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
+  COMMON=(--target "$target?record=$RECORD" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
 }
 
 # apply_limits CLUSTER: sets each node's memory limit from HOMO_LIMITS or HETERO_LIMITS
@@ -124,9 +130,9 @@ apply_limits() {
   [ -n "$limits" ] || return 0
   for l in $limits; do
     engine=${l%%=*} size=${l#*=}
-    for pid in $(awk -v e="-$engine" '$1 ~ e"$" { for (i = 1; i < NF; i++) if ($i == "pid") print $(i + 1) }' "$WORK/$1.out"); do
+    while read -r pid; do
       scripts/emulate-disks.sh limit --memory "$size" "$pid"
-    done
+    done < <(awk -v e="-$engine" '$1 ~ e"$" { for (i = 1; i < NF; i++) if ($i == "pid") print $(i + 1) }' "$WORK/$1.out")
   done
   sync
   echo 3 >/proc/sys/vm/drop_caches || echo "warning: cannot drop the page cache" >&2

@@ -58,7 +58,8 @@ read-heavy (95/5), read-only (100/0); YCSB's a to f (e needs range scans, which 
 and Redis hashes do not offer, so it fails against them); ping (round trips only).
 
 Targets: resp://host:port[,host:port...] (kura or any Redis-protocol server; threads
-are spread over the addresses), cql://host:port[,...]/keyspace?consistency=ONE
+are spread over the addresses; records are hashes, or with ?record=string one string
+value each, written blind with SET: use it with writeallfields=true), cql://host:port[,...]/keyspace?consistency=ONE
 (Apache Cassandra), noop (in-process, measures the client itself).`,
 		Example: `  kura bench load --workload read-heavy --records 100000 --threads 16
   kura bench run --workload read-heavy --records 100000 --threads 16 --duration 30s --warmup 5s

@@ -4,6 +4,13 @@
 // (HSET for inserts and updates, HGETALL or HMGET for reads), which is how kura and
 // Redis both store a record of named fields.
 //
+// With ?record=string each record is one string value instead (SET to write, GET to
+// read; the fields length-prefixed in the value). kura's SET writes blind while its HSET
+// reads the key first (for HSET's count of new fields, WRONGTYPE and the key's TTL), so
+// this is the mode that benchmarks blind writes, as Cassandra's inserts are in the
+// papers' experiments. A SET replaces the whole record: an update writes only the fields
+// it is given, so run string records with writeallfields=true to keep them whole.
+//
 // The client is written here rather than taken from a Redis library because the
 // benchmark client shares the machine with the server: it sends each command as one
 // write and parses replies without allocating, so that its CPU cost stays small next to
@@ -13,6 +20,7 @@ package redis
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -33,15 +41,23 @@ type Target struct {
 	// kura cluster serves the run at that consistency level (ONE, TWO, QUORUM, ALL). A
 	// server that does not know the command fails the connection with its error.
 	Consistency string
+	// Record is how a record is stored: RecordHash (the default) or RecordString.
+	Record      string
 	DialTimeout time.Duration // default 5 s
 	// Timeout bounds each operation when the context has no deadline (default 10 s).
 	Timeout time.Duration
 }
 
+// Record layouts.
+const (
+	RecordHash   = "hash"   // one hash per record, a field per YCSB field: HSET, HGETALL, HMGET
+	RecordString = "string" // one string per record, its fields length-prefixed: SET, GET
+)
+
 // Consistency levels kura accepts.
 var consistencyLevels = []string{"ONE", "TWO", "QUORUM", "ALL"}
 
-// ParseURL parses "resp://host:port[,host:port...][?consistency=QUORUM&password=...]".
+// ParseURL parses "resp://host:port[,host:port...][?consistency=QUORUM&password=...&record=string]".
 // A bare "host:port[,...]" is accepted too.
 func ParseURL(s string) (*Target, error) {
 	if !strings.Contains(s, "://") {
@@ -63,7 +79,7 @@ func ParseURL(s string) (*Target, error) {
 	}
 	q := u.Query()
 	for k := range q {
-		if k != "consistency" && k != "password" {
+		if k != "consistency" && k != "password" && k != "record" {
 			return nil, fmt.Errorf("redis: target %q: unknown option %q", s, k)
 		}
 	}
@@ -73,6 +89,12 @@ func ParseURL(s string) (*Target, error) {
 			return nil, fmt.Errorf("redis: consistency %q: want one of %s", c, strings.Join(consistencyLevels, ", "))
 		}
 		t.Consistency = c
+	}
+	switch r := strings.ToLower(q.Get("record")); r {
+	case "", RecordHash, RecordString:
+		t.Record = r
+	default:
+		return nil, fmt.Errorf("redis: record %q: want %s or %s", r, RecordHash, RecordString)
 	}
 	return t, nil
 }
@@ -101,6 +123,7 @@ type client struct {
 	addr     string
 	conn     *conn
 	failedAt time.Time // when the last reconnect failed
+	record   []byte    // scratch for a string record's encoding
 }
 
 // redialBackoff spaces reconnect attempts to a server that is down, so that threads wait
@@ -186,7 +209,10 @@ func (c *client) Read(ctx context.Context, key string, fields []string) (bool, e
 	if err := c.ensure(ctx); err != nil {
 		return false, err
 	}
-	if fields == nil {
+	if c.t.Record == RecordString { // the whole record, whichever fields were asked for
+		c.conn.begin("GET")
+		c.conn.arg(key)
+	} else if fields == nil {
 		c.conn.begin("HGETALL")
 		c.conn.arg(key)
 	} else {
@@ -200,6 +226,9 @@ func (c *client) Read(ctx context.Context, key string, fields []string) (bool, e
 	if err != nil {
 		return false, err
 	}
+	if rep.kind == '$' { // GET: a nil bulk string is a missing record
+		return rep.n >= 0, nil
+	}
 	return rep.nonNil > 0, nil
 }
 
@@ -208,25 +237,70 @@ func (c *client) Scan(context.Context, string, int, []string) error {
 }
 
 func (c *client) Update(ctx context.Context, key string, values []bench.Field) error {
-	return c.hset(ctx, key, values)
+	return c.write(ctx, key, values)
 }
 
 func (c *client) Insert(ctx context.Context, key string, values []bench.Field) error {
-	return c.hset(ctx, key, values)
+	return c.write(ctx, key, values)
 }
 
-func (c *client) hset(ctx context.Context, key string, values []bench.Field) error {
+func (c *client) write(ctx context.Context, key string, values []bench.Field) error {
 	if err := c.ensure(ctx); err != nil {
 		return err
 	}
-	c.conn.begin("HSET")
-	c.conn.arg(key)
-	for _, f := range values {
-		c.conn.arg(f.Name)
-		c.conn.argBytes(f.Value)
+	if c.t.Record == RecordString {
+		c.record = EncodeRecord(c.record[:0], values)
+		c.conn.begin("SET")
+		c.conn.arg(key)
+		c.conn.argBytes(c.record)
+	} else {
+		c.conn.begin("HSET")
+		c.conn.arg(key)
+		for _, f := range values {
+			c.conn.arg(f.Name)
+			c.conn.argBytes(f.Value)
+		}
 	}
 	_, err := c.roundTrip(ctx)
 	return err
+}
+
+// EncodeRecord appends a string record's encoding of fields to dst: for each field, the
+// uvarint length of its name, the name, the uvarint length of its value, the value.
+func EncodeRecord(dst []byte, fields []bench.Field) []byte {
+	for _, f := range fields {
+		dst = binary.AppendUvarint(dst, uint64(len(f.Name)))
+		dst = append(dst, f.Name...)
+		dst = binary.AppendUvarint(dst, uint64(len(f.Value)))
+		dst = append(dst, f.Value...)
+	}
+	return dst
+}
+
+// DecodeRecord returns the fields of a string record, or an error if b is not one.
+func DecodeRecord(b []byte) ([]bench.Field, error) {
+	var fields []bench.Field
+	next := func() ([]byte, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, errors.New("redis: malformed string record")
+		}
+		v := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return v, nil
+	}
+	for len(b) > 0 {
+		name, err := next()
+		if err != nil {
+			return nil, err
+		}
+		value, err := next()
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, bench.Field{Name: string(name), Value: value})
+	}
+	return fields, nil
 }
 
 func (c *client) Ping(ctx context.Context) error {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/kuradb/kura/internal/bench"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/node"
@@ -67,30 +69,35 @@ func startRedis(t *testing.T) string {
 
 func TestWorkloadRunsCleanlyAgainstKuraAndRedis(t *testing.T) {
 	for name, start := range map[string]func(*testing.T) string{"kura": startKura, "redis-server": startRedis} {
-		t.Run(name, func(t *testing.T) {
-			addr := start(t)
-			target, err := ParseURL("resp://" + addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, _ := bench.NamedWorkload("a")
-			w.RecordCount = 500
-			ctx := context.Background()
-			load, err := bench.Run(ctx, bench.Config{Workload: w, Phase: bench.PhaseLoad, Target: target, Threads: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, err := bench.Run(ctx, bench.Config{Workload: w, Phase: bench.PhaseRun, Target: target,
-				Threads: 4, Operations: 2000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			read, _ := run.Op("READ")
-			if load.Ops != 500 || load.Errors != 0 || run.Ops != 2000 || run.Errors != 0 || read.NotFound != 0 {
-				t.Errorf("load %d ops %d errors; run %d ops %d errors, %d reads not found",
-					load.Ops, load.Errors, run.Ops, run.Errors, read.NotFound)
-			}
-		})
+		for _, record := range []string{RecordHash, RecordString} {
+			t.Run(name+"/"+record, func(t *testing.T) { runWorkloadA(t, start(t), record) })
+		}
+	}
+}
+
+func runWorkloadA(t *testing.T, addr, record string) {
+	t.Helper()
+	target, err := ParseURL("resp://" + addr + "?record=" + record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := bench.NamedWorkload("a")
+	w.RecordCount = 500
+	w.WriteAllFields = record == RecordString // a SET replaces the whole record
+	ctx := context.Background()
+	load, err := bench.Run(ctx, bench.Config{Workload: w, Phase: bench.PhaseLoad, Target: target, Threads: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := bench.Run(ctx, bench.Config{Workload: w, Phase: bench.PhaseRun, Target: target,
+		Threads: 4, Operations: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _ := run.Op("READ")
+	if load.Ops != 500 || load.Errors != 0 || run.Ops != 2000 || run.Errors != 0 || read.NotFound != 0 {
+		t.Errorf("load %d ops %d errors; run %d ops %d errors, %d reads not found",
+			load.Ops, load.Errors, run.Ops, run.Errors, read.NotFound)
 	}
 }
 
@@ -123,6 +130,71 @@ func TestReadsReportMissingRecordsAndFields(t *testing.T) {
 	if err := c.Scan(ctx, "user1", 10, nil); !errors.Is(err, bench.ErrUnsupported) {
 		t.Errorf("scan: %v", err)
 	}
+}
+
+// A string record is one value written with SET (blind on kura) and read whole with GET.
+func TestStringRecordsAreOneValue(t *testing.T) {
+	addr := startKura(t)
+	target := &Target{Addrs: []string{addr}, Record: RecordString}
+	ctx := context.Background()
+	c, err := target.Open(ctx, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if found, err := c.Read(ctx, "user1", []string{"field0"}); err != nil || found {
+		t.Fatalf("missing record: found=%v err=%v", found, err)
+	}
+	fields := []bench.Field{{Name: "field0", Value: []byte("v0")}, {Name: "field1", Value: []byte{0, 1, 0xff}}}
+	if err := c.Insert(ctx, "user1", fields); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := c.Read(ctx, "user1", []string{"field1"}); err != nil || !found {
+		t.Fatalf("read after insert: found=%v err=%v", found, err)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer rdb.Close()
+	v, err := rdb.Get(ctx, "user1").Bytes()
+	if err != nil {
+		t.Fatalf("GET user1: %v", err)
+	}
+	got, err := DecodeRecord(v)
+	if err != nil || len(got) != 2 || got[1].Name != "field1" || !bytes.Equal(got[1].Value, fields[1].Value) {
+		t.Fatalf("the stored value decodes to %v, %v; want %v", got, err, fields)
+	}
+}
+
+func TestRecordEncodingRoundTrips(t *testing.T) {
+	fields := []bench.Field{{Name: "field0", Value: []byte("abc")}, {Name: "", Value: nil},
+		{Name: "f", Value: bytes.Repeat([]byte{0x80}, 300)}}
+	b := EncodeRecord(nil, fields)
+	got, err := DecodeRecord(b)
+	if err != nil || len(got) != len(fields) {
+		t.Fatalf("decoded %v, %v", got, err)
+	}
+	for i := range fields {
+		if got[i].Name != fields[i].Name || !bytes.Equal(got[i].Value, fields[i].Value) {
+			t.Errorf("field %d: %q=%q, want %q=%q", i, got[i].Name, got[i].Value, fields[i].Name, fields[i].Value)
+		}
+	}
+	for cut := 1; cut < len(b); cut++ { // every truncation that splits a field is an error
+		if _, err := DecodeRecord(b[:cut]); err == nil && !isFieldBoundary(b, cut) {
+			t.Errorf("a record cut at %d of %d decoded", cut, len(b))
+		}
+	}
+}
+
+// isFieldBoundary reports whether cut falls between two whole fields of record b.
+func isFieldBoundary(b []byte, cut int) bool {
+	fields, _ := DecodeRecord(b)
+	n := 0
+	for _, f := range fields {
+		n = len(EncodeRecord(nil, []bench.Field{f})) + n
+		if n == cut {
+			return true
+		}
+	}
+	return false
 }
 
 func TestServerErrorKeepsTheConnectionAndUnknownConsistencyFailsOpen(t *testing.T) {
@@ -172,14 +244,14 @@ func TestClientReconnectsAfterTheConnectionBreaks(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
-	tg, err := ParseURL("resp://a:1,b:2?consistency=quorum&password=pw")
-	if err != nil || len(tg.Addrs) != 2 || tg.Consistency != "QUORUM" || tg.Password != "pw" {
+	tg, err := ParseURL("resp://a:1,b:2?consistency=quorum&password=pw&record=string")
+	if err != nil || len(tg.Addrs) != 2 || tg.Consistency != "QUORUM" || tg.Password != "pw" || tg.Record != RecordString {
 		t.Fatalf("%+v %v", tg, err)
 	}
 	if tg, err := ParseURL("127.0.0.1:6380"); err != nil || tg.Name() != "resp://127.0.0.1:6380" {
 		t.Fatalf("bare address: %+v %v", tg, err)
 	}
-	for _, bad := range []string{"http://a:1", "resp://nohost", "resp://a:1?consistency=SOME", "resp://a:1?x=1"} {
+	for _, bad := range []string{"http://a:1", "resp://nohost", "resp://a:1?consistency=SOME", "resp://a:1?x=1", "resp://a:1?record=json"} {
 		if _, err := ParseURL(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
