@@ -36,7 +36,7 @@ type devFlags struct {
 // devNode is one kura process of a local cluster.
 type devNode struct {
 	name, engine, host             string
-	hostNum                        int // 1..hosts: what {host} in --data-dir and --node-wrapper stands for
+	hostNum                        int // 1..hosts: what {host} in --data-dir, --server-flag and --node-wrapper stands for
 	client, admin, gossip, internd string
 	cmd                            *exec.Cmd
 	log                            *os.File
@@ -74,7 +74,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.StringVar(&f.dataDir, "data-dir", "kura-dev", "directory for every node's data and log; {host} stands for the host's number")
 	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
 	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
-	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic")
+	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic; {host} stands for the host's number")
 	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable); {host} stands for the host's number")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
 	return cmd
@@ -197,7 +197,9 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 		// requests sent to the engines that serve them cheaply. --server-flag overrides.
 		args = append(args, "--placement", "engine-diverse", "--routing", "engine-aware")
 	}
-	args = append(args, f.extra...)
+	for _, x := range f.extra {
+		args = append(args, forHost(x, n.hostNum))
+	}
 	name := exe
 	if w := strings.Fields(forHost(wrapperFor(f.wrappers, n.engine), n.hostNum)); len(w) > 0 {
 		name, args = w[0], append(append(w[1:len(w):len(w)], exe), args...)

@@ -372,13 +372,14 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 
 // --node-wrapper runs every node under a command (the emulated disks' `run`, in the
 // papers' experiments): here env, which sets a variable and execs kura in its place.
-// {host} in the wrapper and the data directory stands for the host's number, so that
+// {host} in the wrapper, the data directory and server flags stands for the host's number, so that
 // each host can have disks of its own.
 func TestDevRunsNodesUnderAWrapper(t *testing.T) {
 	base := freeBasePort(t, 2)
 	root := t.TempDir()
 	_, nodes := startDev(t, "--hosts", "2", "--engines", "memory", "--data-dir", filepath.Join(root, "disk{host}"),
-		"--base-port", strconv.Itoa(base), "--node-wrapper", "env KURA_DEV_WRAPPED=host{host}")
+		"--base-port", strconv.Itoa(base), "--node-wrapper", "env KURA_DEV_WRAPPED=host{host}",
+		"--server-flag=--rack=rack{host}")
 	for h := 1; h <= 2; h++ {
 		name := fmt.Sprintf("host%d-memory", h)
 		n, ok := nodes[name]
@@ -395,6 +396,9 @@ func TestDevRunsNodesUnderAWrapper(t *testing.T) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.pid))
 		if !strings.Contains(string(cmdline), "server") {
 			t.Fatalf("the wrapped process is not a kura server: %q", cmdline)
+		}
+		if want := fmt.Sprintf("--rack=rack%d", h); !slices.Contains(strings.Split(string(cmdline), "\x00"), want) {
+			t.Errorf("%s's command line lacks its host's %s: %q", name, want, cmdline)
 		}
 		disk := filepath.Join(root, fmt.Sprintf("disk%d", h))
 		for _, f := range []string{name, name + ".log"} {

@@ -41,9 +41,10 @@ type Config struct {
 	TombstoneGrace  time.Duration `yaml:"tombstone_grace"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
-	LSMCacheSizeBytes    int64 `yaml:"lsm_cache_size_bytes"`
-	LSMRowCacheBytes     int64 `yaml:"lsm_row_cache_bytes"`
-	LSMMemTableSizeBytes int64 `yaml:"lsm_memtable_size_bytes"`
+	LSMCacheSizeBytes    int64  `yaml:"lsm_cache_size_bytes"`
+	LSMRowCacheBytes     int64  `yaml:"lsm_row_cache_bytes"`
+	LSMMemTableSizeBytes int64  `yaml:"lsm_memtable_size_bytes"`
+	LSMWALDir            string `yaml:"lsm_wal_dir"`
 
 	MemorySnapshot         bool          `yaml:"memory_snapshot"`
 	MemorySnapshotInterval time.Duration `yaml:"memory_snapshot_interval"`
@@ -147,6 +148,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache capacity; it fills only as data is read, so it costs nothing at idle. With blind writes a key's versions sit in several files until compaction, and reads slow down sharply once those blocks miss the cache")
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
+	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
 	fs.IntVar(&c.MaxKeyBytes, "max-key-bytes", c.MaxKeyBytes, "largest key a client may send (at most 65536)")

@@ -113,6 +113,7 @@ func engineOptions(cfg config.Config) catalog.Options {
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
 		LSMRowCacheBytes:       lsmRowCache(cfg.LSMRowCacheBytes),
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
+		LSMWALDir:              cfg.LSMWALDir,
 		MemorySnapshot:         cfg.MemorySnapshot,
 		MemorySnapshotInterval: cfg.MemorySnapshotInterval,
 	}

@@ -27,6 +27,8 @@ type Options struct {
 	LSMRowCacheBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
+	// LSMWALDir is the lsm engine's write-ahead log directory ("": in its data directory).
+	LSMWALDir string
 	// MemorySnapshot makes the memory engine load a snapshot at open and write one at
 	// close and every MemorySnapshotInterval.
 	MemorySnapshot bool
@@ -43,6 +45,7 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 			CacheSizeBytes:    o.LSMCacheSizeBytes,
 			RowCacheBytes:     o.LSMRowCacheBytes,
 			MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
+			WALDir:            o.LSMWALDir,
 		})
 	case "btree":
 		return btree.Open(dir, btree.Options{Options: o.Options})

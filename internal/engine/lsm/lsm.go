@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/wal"
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/row"
@@ -47,6 +49,12 @@ type Options struct {
 	// RowCacheBytes is the row cache's capacity (see rowCache); default 256 MiB, negative
 	// disables it. It fills only as rows are read.
 	RowCacheBytes int64
+	// WALDir, when set, holds the write-ahead log instead of the data directory: a
+	// commit log on a device of its own, as Cassandra's operators give it, keeps the
+	// fsync of every write clear of compaction and of other engines' I/O. It is locked
+	// like the data directory. Changing it later needs the old one to hold no log:
+	// pebble refuses to open otherwise (it is told to look in the data directory too).
+	WALDir string
 	// CollapseOperands is the number of merge operands a read of one key may merge before
 	// the key is rewritten as one value (see collapser); default 16, negative disables.
 	CollapseOperands int
@@ -74,11 +82,12 @@ func (o Options) withDefaults() Options {
 
 // DB is the lsm engine: an engine.Engine on one pebble store. See the package comment.
 type DB struct {
-	dir  string
-	opts Options
-	pdb  *pebble.DB
-	lock *engine.DirLock
-	wo   *pebble.WriteOptions
+	dir     string
+	opts    Options
+	pdb     *pebble.DB
+	lock    *engine.DirLock
+	walLock *engine.DirLock // nil unless Options.WALDir is set
+	wo      *pebble.WriteOptions
 
 	// mu is held shared by every call and exclusively by Close, so Close waits for calls
 	// in flight and no call reaches pebble after it is closed (pebble panics then).
@@ -110,7 +119,14 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
 	}
-	db := &DB{dir: dir, opts: opts, lock: lock, iters: make(map[*iterator]struct{})}
+	var walLock *engine.DirLock
+	if opts.WALDir != "" {
+		if walLock, err = engine.LockDir(opts.WALDir, lockFileName); err != nil {
+			_ = lock.Unlock()
+			return nil, fmt.Errorf("lsm: open the WAL directory %s: %w", opts.WALDir, err)
+		}
+	}
+	db := &DB{dir: dir, opts: opts, lock: lock, walLock: walLock, iters: make(map[*iterator]struct{})}
 	if opts.CollapseOperands > 0 {
 		db.collapser = newCollapser(db)
 	}
@@ -122,6 +138,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.pdb, err = pebble.Open(dir, db.pebbleOptions(cache))
 	if err != nil {
 		_ = lock.Unlock()
+		_ = walLock.Unlock()
 		if errors.Is(err, syscall.EAGAIN) { // someone outside kura holds pebble's LOCK
 			err = fmt.Errorf("%w: %w", engine.ErrLocked, err)
 		}
@@ -153,6 +170,10 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 		Merger:             newMerger(db.opts.Clock, db.opts.GracePeriod.Microseconds(), db.requestCollapse),
 		Logger:             pebbleLogger{db.opts.Logger},
 		EventListener:      eventListener(db.opts.Logger),
+	}
+	if db.opts.WALDir != "" {
+		o.WALDir = db.opts.WALDir
+		o.WALRecoveryDirs = []wal.Dir{{FS: vfs.Default, Dirname: db.dir}} // logs of before it was set
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -417,7 +438,7 @@ func (db *DB) Close() error {
 		// Pebble's Close syncs the WAL too; syncing here keeps the promise visible.
 		err = db.pdb.LogData(nil, pebble.Sync)
 	}
-	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock())
+	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock(), db.walLock.Unlock())
 	return wrapErr("close", err)
 }
 

@@ -1,11 +1,14 @@
 package lsm_test
 
 import (
+	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/enginetest"
 	"github.com/kuradb/kura/internal/engine/lsm"
+	"github.com/kuradb/kura/internal/row"
 )
 
 func factory() enginetest.Factory { return factoryWith("lsm", 0, 0) }
@@ -52,3 +55,62 @@ func TestMetamorphicRowCache(t *testing.T) {
 }
 
 func BenchmarkEngine(b *testing.B) { enginetest.RunBenchmarks(b, factory()) }
+
+// walElsewhere keeps each engine's write-ahead log in a directory of its own, beside the
+// data directory, as --lsm-wal-dir does.
+func walElsewhere() enginetest.Factory {
+	return enginetest.Factory{
+		Name:       "lsm-wal-dir",
+		Persistent: true,
+		CrashSafe:  true,
+		Open: func(dir string, o engine.Options) (engine.Engine, error) {
+			return lsm.Open(dir, lsm.Options{Options: o, WALDir: dir + ".wal"})
+		},
+	}
+}
+
+func TestConformanceWALDir(t *testing.T) { enginetest.RunConformance(t, walElsewhere()) }
+
+// With WALDir the log files are written there, not in the data directory; a reopen
+// replays them; a second engine cannot share the log directory; and moving the log
+// directory of an existing store is refused, since its old logs would go unreplayed.
+func TestWALDirHoldsTheLog(t *testing.T) {
+	root := t.TempDir()
+	data, walDir := filepath.Join(root, "data"), filepath.Join(root, "wal")
+	open := func(dir, wal string) (*lsm.DB, error) {
+		return lsm.Open(dir, lsm.Options{WALDir: wal, Options: engine.Options{Durability: engine.Sync}})
+	}
+	db, err := open(data, walDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := row.Mutation{Key: []byte("k"), Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte("v"), Timestamp: 1}}}}
+	if err := db.Apply([]row.Mutation{m}); err != nil {
+		t.Fatal(err)
+	}
+	logs := func(dir string) []string {
+		m, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		return m
+	}
+	if len(logs(walDir)) == 0 || len(logs(data)) != 0 {
+		t.Fatalf("logs in the WAL directory %v, in the data directory %v", logs(walDir), logs(data))
+	}
+	if _, err := open(filepath.Join(root, "other"), walDir); !errors.Is(err, engine.ErrLocked) {
+		t.Errorf("a second engine on the same WAL directory: %v, want ErrLocked", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(data, filepath.Join(root, "wal2")); err == nil {
+		t.Error("the WAL directory moved without its logs, and the store opened")
+	}
+	db, err = open(data, walDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got, ok, err := db.Get([]byte("k"))
+	if err != nil || !ok || len(got.Cells) != 1 || string(got.Cells[0].Value) != "v" {
+		t.Fatalf("after reopening: %v %v %v", got, ok, err)
+	}
+}
