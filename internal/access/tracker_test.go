@@ -1,0 +1,212 @@
+package access
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// zipf draws ranks 0..n-1 with P(rank k) proportional to 1/(k+1)^s, like YCSB's zipfian
+// with exponent s, by inverse CDF.
+type zipf struct{ cdf []float64 }
+
+func newZipf(n int, s float64) *zipf {
+	z := &zipf{cdf: make([]float64, n)}
+	sum := 0.0
+	for k := range n {
+		sum += 1 / math.Pow(float64(k+1), s)
+		z.cdf[k] = sum
+	}
+	for k := range z.cdf {
+		z.cdf[k] /= sum
+	}
+	return z
+}
+
+func (z *zipf) next(r *rand.Rand) int { return sort.SearchFloat64s(z.cdf, r.Float64()) }
+
+func key(k int) []byte { return fmt.Appendf(nil, "user%d", k) }
+
+func seed(t testing.TB) uint64 {
+	s := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", s)
+	return s
+}
+
+// t0 is the start of a window (windows are aligned to multiples of W since the epoch).
+var t0 = time.Unix(1_800_000_000, 0)
+
+// The accuracy claim, on seeded zipfian streams of seed 001's skews (0.90 and 0.99), with
+// 100,000 keys, 300,000 reads in the window and 16 counters per distinct key read:
+//   - no key's count is ever below its true count (so no hot key is missed by Hot);
+//   - at most 1% of the keys read are over-counted, and under 0.5% of the keys not read
+//     at all count as hot (K=1);
+//   - Top names at least 95% of the true 2,000 most-read keys, when it may remember 4,096.
+func TestCountsAgainstExactCountsOnZipfianStreams(t *testing.T) {
+	s := seed(t)
+	const keys, reads, topKeys = 100_000, 300_000, 4096
+	for _, skew := range []float64{0.90, 0.99} {
+		r := rand.New(rand.NewPCG(s, uint64(skew*100)))
+		z := newZipf(keys, skew)
+		tr := New(Config{Window: 10 * time.Second, Counters: 16 * 64 * 1024, TopKeys: topKeys})
+		exact := make([]int, keys)
+		for i := range reads {
+			k := z.next(r)
+			exact[k]++
+			tr.Record(key(k), t0.Add(time.Duration(i)*(10*time.Second/reads)))
+		}
+		next := t0.Add(10 * time.Second) // the window above is now the last complete one
+		var read, over, falseHot, unread int
+		for k, n := range exact {
+			est := tr.Count(key(k), next)
+			if est < n {
+				t.Fatalf("skew %.2f: key %d read %d times, counted %d", skew, k, n, est)
+			}
+			if n > 0 {
+				read++
+				if est > n {
+					over++
+				}
+			} else {
+				unread++
+				if tr.Hot(key(k), next) {
+					falseHot++
+				}
+			}
+		}
+		if over*100 > read || falseHot*200 > unread {
+			t.Errorf("skew %.2f: %d of %d keys read were over-counted; %d of %d unread keys count as hot",
+				skew, over, read, falseHot, unread)
+		}
+		top := tr.Top(next)
+		named := map[string]bool{}
+		for _, k := range top {
+			named[k.Key] = true
+		}
+		ranks := make([]int, keys)
+		for k := range ranks {
+			ranks[k] = k
+		}
+		sort.SliceStable(ranks, func(i, j int) bool { return exact[ranks[i]] > exact[ranks[j]] })
+		found := 0
+		for _, k := range ranks[:2000] {
+			if named[string(key(k))] {
+				found++
+			}
+		}
+		if found*100 < 95*2000 {
+			t.Errorf("skew %.2f: Top named %d of the 2,000 most-read keys", skew, found)
+		}
+		t.Logf("skew %.2f: %d keys read, %d over-counted; %d of %d unread keys hot; Top has %d keys, %d of the top 2,000",
+			skew, read, over, falseHot, unread, len(top), found)
+	}
+}
+
+// Reads count in the current window (Recent, and Hot at once), become the last window's
+// (Count, Top) when it ends, and are forgotten one window later or after a gap.
+func TestWindowsRollOver(t *testing.T) {
+	tr := New(Config{Window: 10 * time.Second, MinCount: 2})
+	k := []byte("k")
+	tr.Record(k, t0.Add(time.Second))
+	if got := tr.Recent(k, t0.Add(2*time.Second)); got != 1 {
+		t.Fatalf("Recent after one read = %d", got)
+	}
+	if tr.Hot(k, t0.Add(2*time.Second)) {
+		t.Fatal("hot after one read with K=2")
+	}
+	tr.Record(k, t0.Add(3*time.Second))
+	if !tr.Hot(k, t0.Add(3*time.Second)) {
+		t.Fatal("not hot after two reads in the current window")
+	}
+	if got := tr.Count(k, t0.Add(9*time.Second)); got != 0 {
+		t.Fatalf("Count before the window ended = %d", got)
+	}
+	next := t0.Add(10 * time.Second)
+	if got, top := tr.Count(k, next), tr.Top(next); got != 2 || len(top) != 1 || top[0] != (Key{"k", 2}) {
+		t.Fatalf("after the window: Count %d, Top %v", got, top)
+	}
+	if got := tr.Recent(k, next); got != 0 || !tr.Hot(k, next) {
+		t.Fatalf("a new window: Recent %d, Hot %v", got, tr.Hot(k, next))
+	}
+	if got := tr.Count(k, t0.Add(20*time.Second)); got != 0 {
+		t.Fatalf("two windows later: Count %d", got)
+	}
+	tr.Record(k, t0.Add(21*time.Second))
+	tr.Record(k, t0.Add(22*time.Second))
+	if got := tr.Count(k, t0.Add(45*time.Second)); got != 0 || len(tr.Top(t0.Add(45*time.Second))) != 0 {
+		t.Fatalf("after a gap of a whole window: Count %d", got)
+	}
+	tr.Record(k, t0.Add(50*time.Second))
+	tr.Record(k, t0.Add(49*time.Second)) // the clock stepped back: still counted, in the current window
+	if got := tr.Recent(k, t0.Add(50*time.Second)); got != 2 {
+		t.Fatalf("after a step back: Recent %d", got)
+	}
+}
+
+// Top ranks by count, most first, and leaves out keys read fewer than K times; when more
+// keys are read than it may name, the least-read give way.
+func TestTopRanksAndKeepsTheMostRead(t *testing.T) {
+	tr := New(Config{Window: time.Second, MinCount: 2, TopKeys: shards * 2})
+	now := t0
+	for k := range 200 { // 200 keys read once each, then 5 keys read 3..7 times
+		tr.Record(key(k), now)
+	}
+	for k := range 5 {
+		for range 3 + k {
+			tr.Record(key(1000+k), now)
+		}
+	}
+	top := tr.Top(now.Add(time.Second))
+	if len(top) != 5 {
+		t.Fatalf("Top = %v, want the 5 keys read at least twice", top)
+	}
+	for i, k := range top {
+		if want := (Key{fmt.Sprintf("user%d", 1004-i), 7 - i}); k != want {
+			t.Errorf("Top[%d] = %v, want %v", i, k, want)
+		}
+	}
+}
+
+func TestConcurrentRecordsAreAllCounted(t *testing.T) {
+	tr := New(Config{Window: time.Hour})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				tr.Record(key(i%10), t0.Add(time.Duration(g)))
+			}
+		})
+	}
+	wg.Wait()
+	for k := range 10 {
+		if got := tr.Recent(key(k), t0); got < 800 {
+			t.Errorf("key %d: %d reads counted, want 800", k, got)
+		}
+	}
+}
+
+func TestMemoryIsFixedByTheConfig(t *testing.T) {
+	small, large := New(Config{Counters: 1 << 16}), New(Config{Counters: 1 << 20})
+	if small.Bytes() != 2*2*(1<<16) || large.Bytes() != 2*2*(1<<20) {
+		t.Errorf("Bytes: %d for 2^16 counters, %d for 2^20", small.Bytes(), large.Bytes())
+	}
+}
+
+// The read path's cost: one Record per read, on a zipfian stream over a million keys.
+func BenchmarkRecord(b *testing.B) {
+	r := rand.New(rand.NewPCG(42, 0))
+	z := newZipf(1_000_000, 0.99)
+	keys := make([][]byte, 1<<16)
+	for i := range keys {
+		keys[i] = key(z.next(r))
+	}
+	tr := New(Config{})
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		tr.Record(keys[i&(len(keys)-1)], t0)
+	}
+}
