@@ -22,7 +22,9 @@
 # cluster), HOMO_LIMITS and HETERO_LIMITS (memory limits per engine, "lsm=384M", set with
 # `emulate-disks.sh limit` once the records are loaded, after which the page cache is
 # dropped: the wrappers' own limit can leave room to load quickly, since a B+tree loading
-# random keys under a tight limit on an emulated HDD takes hours), MEMORY_NODE_WRAPPER (the same for in-memory nodes only, which need room for
+# random keys under a tight limit on an emulated HDD takes hours), REUSE_DATA (set: keep
+# the data directories of an earlier run, and skip the load of a cluster that finished
+# loading there; a failed run keeps its data), MEMORY_NODE_WRAPPER (the same for in-memory nodes only, which need room for
 # their whole share) and DATA_ROOT (where the nodes' data directories go, e.g.
 # /mnt/kura-hdd{host}; default a temporary directory). {host} in the wrappers and
 # DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
@@ -83,8 +85,15 @@ stop_cluster() {
   DEV_PID=""
 }
 cleanup() {
+  local rc=$?
   stop_cluster
-  [ -n "${FAILED:-}" ] || { remove_data; rm -rf "$WORK"; }
+  # A failed run keeps its data (a heterogeneous load on emulated HDDs takes most of an hour).
+  if [ "$rc" -ne 0 ] || [ -n "${FAILED:-}" ]; then
+    echo "kept the data in ${DATA_ROOT:-$WORK} and $WORK" >&2
+  else
+    remove_data
+    rm -rf "$WORK"
+  fi
 }
 trap cleanup EXIT
 
@@ -100,7 +109,7 @@ tree_rss() {
 go build -o "$WORK/kura" ./cmd/kura
 KURA=$WORK/kura
 rm -rf "$OUT"
-remove_data
+[ -n "${REUSE_DATA:-}" ] || remove_data
 mkdir -p "$OUT"
 {
   echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS record=$RECORD threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" clusters=\"$CLUSTERS\""
@@ -123,29 +132,34 @@ start_cluster() {
 }
 
 # apply_limits CLUSTER: sets each node's memory limit from HOMO_LIMITS or HETERO_LIMITS
-# ("ENGINE=SIZE ..."), then empties the page cache so that measuring starts cold.
+# ("ENGINE=SIZE ..."), after writing back and dropping the page cache, so that measuring
+# starts cold. A limit below what a node's own memory (not its cache) already takes cannot
+# be set: the node then keeps its wrapper's limit, and conditions.txt says so.
 apply_limits() {
   local limits=${HETERO_LIMITS:-} l engine size pid
   [ "$1" = homogeneous ] && limits=${HOMO_LIMITS:-}
   [ -n "$limits" ] || return 0
+  sync
+  echo 3 >/proc/sys/vm/drop_caches || echo "warning: cannot drop the page cache" >&2
   for l in $limits; do
     engine=${l%%=*} size=${l#*=}
     while read -r pid; do
-      scripts/emulate-disks.sh limit --memory "$size" "$pid"
+      if ! scripts/emulate-disks.sh limit --memory "$size" "$pid"; then
+        echo "# $1: WARNING: could not limit the $engine node (wrapper pid $pid, RSS $(( $(tree_rss "$pid") / 1024 )) MiB) to $size" | tee -a "$OUT/conditions.txt"
+      fi
     done < <(awk -v e="-$engine" '$1 ~ e"$" { for (i = 1; i < NF; i++) if ($i == "pid") print $(i + 1) }' "$WORK/$1.out")
   done
-  sync
-  echo 3 >/proc/sys/vm/drop_caches || echo "warning: cannot drop the page cache" >&2
-  echo "# $1: memory limits $limits, page cache dropped at $(date -u +%FT%TZ)" | tee -a "$OUT/conditions.txt"
+  echo "# $1: memory limits $limits, page cache dropped at $(date -u +%FT%TZ); RSS MiB per node: $(for p in $PIDS; do printf '%s ' $(( $(tree_rss "$p") / 1024 )); done)" | tee -a "$OUT/conditions.txt"
 }
 
 for cluster in $CLUSTERS; do
   engines=lsm,btree,memory layout=heterogeneous
   [ "$cluster" = homogeneous ] && engines=lsm layout=homogeneous
   start_cluster "$cluster" "$engines" "$layout"
-  if [ ! -e "$WORK/$layout.loaded" ]; then # load-aware reuses the heterogeneous data
+  marker=${DATA//\{host\}/1}/$layout.loaded
+  if [ ! -e "$marker" ]; then # load-aware reuses the heterogeneous data
     "$KURA" bench load -w read-heavy "${COMMON[@]}" --label "$cluster" --out "$OUT/$cluster-load" --plots=false | sed -n 1p
-    touch "$WORK/$layout.loaded"
+    touch "$marker"
   fi
   apply_limits "$cluster"
   for phase in $PHASES; do
