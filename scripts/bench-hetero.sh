@@ -62,10 +62,16 @@ dev_flags() {
   return 0
 }
 
-# remove_data deletes every host's data directory.
+# remove_data deletes every host's data directory, and gives the freed blocks of an
+# emulated disk back to its image file, which would otherwise keep growing until the disk
+# holding it is full.
 remove_data() {
-  local h
-  for h in $(seq "$HOSTS"); do rm -rf "${DATA//\{host\}/$h}"; done
+  local h dir
+  for h in $(seq "$HOSTS"); do
+    dir=${DATA//\{host\}/$h}
+    rm -rf "$dir"
+    fstrim "$(findmnt -n -o TARGET -T "$(dirname "$dir")")" 2>/dev/null || true
+  done
 }
 
 # io_sample LABEL: read and written bytes of every node's process tree, from /proc/PID/io.
