@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,16 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// n3 served n1's writes (the replayed hint among them) and timed them.
+	m3resp, err := http.Get("http://" + n3.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics3, _ := io.ReadAll(m3resp.Body)
+	m3resp.Body.Close()
+	if !regexp.MustCompile(`kura_replica_request_seconds_count\{method="write",role="[a-z-]+"\} [1-9]`).Match(metrics3) {
+		t.Error("n3 timed no replica write it served")
 	}
 	if strings.Contains(string(metrics), "kura_hints_replayed_total 0\n") {
 		t.Error("no hint counted as replayed")

@@ -23,6 +23,10 @@ type clusterMetrics struct {
 	replicaRead  prometheus.Counter       // replica's "read" child, resolved once
 	replicaWrite prometheus.Counter
 	replicaOther prometheus.Counter
+	// served[method]: how long this node's replica took to serve requests from the
+	// network (0 read, 1 write, 2 other), by the replica's clock: which replica of a slow
+	// write or read was the slow one.
+	served       [3]prometheus.Observer
 	hintsStored  prometheus.Counter
 	hintsDropped prometheus.Counter
 	hintsSent    prometheus.Counter
@@ -63,6 +67,14 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 	m.replicaRead = m.replica.WithLabelValues("read")
 	m.replicaWrite = m.replica.WithLabelValues("write")
 	m.replicaOther = m.replica.WithLabelValues("other")
+	servedVec := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kura_replica_request_seconds",
+		Help:        "Time this node's replica took to serve a replica request, by method; role is the node's engine role.",
+		ConstLabels: prometheus.Labels{"role": role.String()},
+		Buckets:     prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"method"})
+	for i, name := range []string{"read", "write", "other"} {
+		m.served[i] = servedVec.WithLabelValues(name)
+	}
+	reg.MustRegister(servedVec)
 	sent := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_replica_requests_total",
 		Help: "Reads and writes (read repairs included) this node sent to replicas as coordinator, by the replica's engine role."},
 		[]string{"role", "method"})
@@ -199,7 +211,24 @@ type countingHandler struct {
 
 func (c countingHandler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
 	c.m.replicaRequest(method)
-	return c.h.Handle(ctx, method, payload)
+	if c.m == nil {
+		return c.h.Handle(ctx, method, payload)
+	}
+	start := time.Now()
+	out, err := c.h.Handle(ctx, method, payload)
+	c.m.servedFor(method).Observe(time.Since(start).Seconds())
+	return out, err
+}
+
+// servedFor returns the histogram of the time spent serving method.
+func (m *clusterMetrics) servedFor(method uint16) prometheus.Observer {
+	switch method {
+	case wire.MethodRead:
+		return m.served[0]
+	case wire.MethodWrite:
+		return m.served[1]
+	}
+	return m.served[2]
 }
 
 // replicaRequest counts one request served by this node's replica, from the network or
