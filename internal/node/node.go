@@ -74,7 +74,9 @@ func (n *Node) start() (err error) {
 		return err
 	}
 	clock := hlc.New(nil)
-	if n.eng, err = catalog.Open(cfg.Engine, n.dir.engineDir(cfg.Engine), engineOptions(cfg)); err != nil {
+	eo := engineOptions(cfg)
+	eo.Logger = log
+	if n.eng, err = catalog.Open(cfg.Engine, n.dir.engineDir(cfg.Engine), eo); err != nil {
 		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)
 	}
 	reg := newRegistry(n.eng)

@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -27,6 +28,9 @@ type Options struct {
 	LSMRowCacheBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
+	// Logger receives engines' own log lines (the lsm engine's: pebble's write stalls,
+	// background errors); nil discards them.
+	Logger *slog.Logger
 	// LSMWALDir is the lsm engine's write-ahead log directory ("": in its data directory).
 	LSMWALDir string
 	// MemorySnapshot makes the memory engine load a snapshot at open and write one at
@@ -46,6 +50,7 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 			RowCacheBytes:     o.LSMRowCacheBytes,
 			MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
 			WALDir:            o.LSMWALDir,
+			Logger:            o.Logger,
 		})
 	case "btree":
 		return btree.Open(dir, btree.Options{Options: o.Options})
