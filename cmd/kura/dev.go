@@ -54,7 +54,7 @@ them all on Ctrl-C. Data and logs stay in --data-dir, so running the same comman
 restarts the same cluster. With more than one engine the nodes use engine-diverse
 placement (every key gets a replica on each engine) and engine-aware routing.
 
-{host} in --data-dir and --node-wrapper stands for the host's number, so that each host
+{host} in --data-dir, --server-flag and --node-wrapper stands for the host's number, so that each host
 can have its own disks, as real hosts do (e.g. the emulated disks hdd1..hdd3 of
 scripts/emulate-disks.sh).
 
