@@ -120,42 +120,40 @@ func (s *shard) roll(now time.Time, w time.Duration) {
 
 // Record counts one read of key at now.
 func (t *Tracker) Record(key []byte, now time.Time) {
-	h := xxhash.Sum64(key)
-	s := t.shardOf(h)
-	s.mu.Lock()
-	s.roll(now, t.cfg.Window)
+	s, h := t.lockFor(key, now)
 	s.top.offer(key, s.cur.add(h))
 	s.mu.Unlock()
 }
 
-// Count returns key's estimated reads in the last complete window before now.
-func (t *Tracker) Count(key []byte, now time.Time) int {
+// lockFor locks key's shard, rolled to the window holding now, and returns it with key's
+// hash. The caller unlocks it.
+func (t *Tracker) lockFor(key []byte, now time.Time) (*shard, uint64) {
 	h := xxhash.Sum64(key)
 	s := t.shardOf(h)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.roll(now, t.cfg.Window)
+	return s, h
+}
+
+// Count returns key's estimated reads in the last complete window before now.
+func (t *Tracker) Count(key []byte, now time.Time) int {
+	s, h := t.lockFor(key, now)
+	defer s.mu.Unlock()
 	return s.last.estimate(h)
 }
 
 // Recent returns key's estimated reads so far in the window holding now.
 func (t *Tracker) Recent(key []byte, now time.Time) int {
-	h := xxhash.Sum64(key)
-	s := t.shardOf(h)
-	s.mu.Lock()
+	s, h := t.lockFor(key, now)
 	defer s.mu.Unlock()
-	s.roll(now, t.cfg.Window)
 	return s.cur.estimate(h)
 }
 
 // Hot reports whether key was read at least K times in the last complete window or in
 // the current one so far: a key that turns hot counts at once, not a window later.
 func (t *Tracker) Hot(key []byte, now time.Time) bool {
-	h := xxhash.Sum64(key)
-	s := t.shardOf(h)
-	s.mu.Lock()
+	s, h := t.lockFor(key, now)
 	defer s.mu.Unlock()
-	s.roll(now, t.cfg.Window)
 	return max(s.last.estimate(h), s.cur.estimate(h)) >= t.cfg.MinCount
 }
 
