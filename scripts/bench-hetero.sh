@@ -24,8 +24,8 @@
 # dropped: the wrappers' own limit can leave room to load quickly, since a B+tree loading
 # random keys under a tight limit on an emulated HDD takes hours), REUSE_DATA (set: keep
 # the data directories of an earlier run, and skip the load of a cluster that finished
-# loading there; a failed run keeps its data), MEMORY_NODE_WRAPPER (the same for in-memory nodes only, which need room for
-# their whole share) and DATA_ROOT (where the nodes' data directories go, e.g.
+# loading there; a failed run keeps its data), MEMORY_NODE_WRAPPER (the same for in-memory
+# nodes only, which need room for their whole share) and DATA_ROOT (where the nodes' data directories go, e.g.
 # /mnt/kura-hdd{host}; default a temporary directory). {host} in the wrappers and
 # DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
 # spread over every node of the cluster. RSS of every node is sampled in the middle of
