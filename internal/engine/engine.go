@@ -134,6 +134,25 @@ type Viewer interface {
 	View(key []byte, fn func(enc []byte, found bool)) error
 }
 
+// Tierable is the optional Engine capability a tiered engine (package tiered) needs from
+// each of its tiers to move rows between them: rows read and iterated as stored, physical
+// removal, and an explicit sync.
+type Tierable interface {
+	Engine
+	// GetStored is Get without the read-time view: the row as stored, merged, with its
+	// tombstones and expired cells as they are, however old. A row moved with it keeps
+	// exactly what it had.
+	GetStored(key []byte) (r row.Row, found bool, err error)
+	// NewStoredIterator is NewIterator returning rows as GetStored does.
+	NewStoredIterator(lo, hi []byte) (Iterator, error)
+	// Remove deletes everything stored under keys, leaving no tombstone behind: the keys
+	// read as never written. It is atomic like Apply and durable when it returns,
+	// whatever the durability mode.
+	Remove(keys [][]byte) error
+	// Sync makes every Apply that has returned durable, whatever the durability mode.
+	Sync() error
+}
+
 // Stats are an engine's current sizes.
 type Stats struct {
 	// DiskBytes is the space the engine's files take on disk.

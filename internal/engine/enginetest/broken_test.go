@@ -3,6 +3,7 @@ package enginetest
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -263,4 +264,30 @@ func firstLine(msgs []string) string {
 	}
 	s, _, _ := strings.Cut(msgs[0], "\n")
 	return s
+}
+
+// A Perturb that changes what callers see (here: deleting a key now and then) must
+// fail the metamorphic run, and the failure must show what it did.
+func TestMetamorphicRunsPerturbAndShowsIt(t *testing.T) {
+	f := modelFactory()
+	f.Name = "model-with-meddling-perturb"
+	calls := 0
+	f.Perturb = func(e engine.Engine, rng *rand.Rand) (string, error) {
+		calls++
+		if rng.IntN(50) != 0 {
+			return "", nil
+		}
+		m := row.Mutation{Key: []byte("k00"), Row: row.Row{Deleted: StartMicros + 1}}
+		return "deleted k00", e.Apply([]row.Mutation{m})
+	}
+	ft := runFake(t, func(tb testing.TB) { runMetamorphic(tb, 1, 1000, []Factory{f}) })
+	if calls == 0 {
+		t.Fatal("Perturb was never called")
+	}
+	if !ft.Failed() {
+		t.Fatalf("metamorphic run passed an engine whose Perturb deletes a key (%d calls)", calls)
+	}
+	if msg := strings.Join(ft.msgs, "\n"); !strings.Contains(msg, "deleted k00") {
+		t.Errorf("the failure does not show the perturbation:\n%s", msg)
+	}
 }

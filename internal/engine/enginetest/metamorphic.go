@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -94,6 +95,7 @@ func runMetamorphic(t testing.TB, seed uint64, n int, fs []Factory) {
 			r.close()
 		}
 	})
+	perturbRng := rand.New(rand.NewPCG(seed, 1))
 	for i, o := range ops {
 		if o.kind == opAdvance {
 			clk.Advance(time.Duration(o.micros) * time.Microsecond)
@@ -102,11 +104,40 @@ func runMetamorphic(t testing.TB, seed uint64, n int, fs []Factory) {
 		want := model.exec(t, o)
 		for _, r := range runners[1:] {
 			if d := r.exec(t, o).diff(want); d != "" {
-				t.Fatalf("seed %d op %d of %d: %s: %s\n%s: %s\nhistory of the keys involved:\n%s",
-					seed, i, len(ops), r.name, o, r.name, d, historyOf(ops[:i+1], o))
+				t.Fatalf("seed %d op %d of %d: %s: %s\n%s: %s\nhistory of the keys involved:\n%s%s",
+					seed, i, len(ops), r.name, o, r.name, d, historyOf(ops[:i+1], o), r.perturbations())
 			}
+			r.perturb(t, i, perturbRng)
 		}
 	}
+}
+
+// perturbLog is how many of the latest perturbations a failure shows.
+const perturbLog = 20
+
+// perturb calls the factory's Perturb, if any, after op i.
+func (r *runner) perturb(t testing.TB, i int, rng *rand.Rand) {
+	if r.f.Perturb == nil {
+		return
+	}
+	did, err := r.f.Perturb(r.e, rng)
+	if err != nil {
+		t.Fatalf("%s: perturb after op %d: %v", r.name, i, err)
+	}
+	if did != "" {
+		r.perturbed = append(r.perturbed, fmt.Sprintf("  after op %5d: %s", i, did))
+		if len(r.perturbed) > perturbLog {
+			r.perturbed = r.perturbed[1:]
+		}
+	}
+}
+
+// perturbations lists the latest perturbations for a failure message.
+func (r *runner) perturbations() string {
+	if len(r.perturbed) == 0 {
+		return ""
+	}
+	return "latest perturbations:\n" + strings.Join(r.perturbed, "\n") + "\n"
 }
 
 // runner is one engine under test (or the model) with its open iterators.
@@ -117,6 +148,8 @@ type runner struct {
 	opts  engine.Options
 	e     engine.Engine
 	iters [iterSlots]engine.Iterator
+	// perturbed are the latest things Factory.Perturb did.
+	perturbed []string
 }
 
 // exec runs o and returns what could be observed.

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,12 @@ type Factory struct {
 	Persistent bool
 	// CrashSafe: writes acknowledged in engine.Sync survive SIGKILL of the process.
 	CrashSafe bool
+	// Perturb, if set, is called by RunMetamorphic after every operation with a random
+	// source seeded from the run's seed, to make the engine do at that point what it
+	// otherwise does on its own schedule (the tiered engine moves rows between tiers).
+	// It returns what it did, shown when a later operation fails, or an error, which
+	// fails the run. It must not change what the engine's contract lets callers observe.
+	Perturb func(e engine.Engine, rng *rand.Rand) (string, error)
 }
 
 // StartMicros is where the suite's clocks start: a fixed instant (November 2023) so that

@@ -55,6 +55,7 @@ type iterator struct {
 	started bool
 	closed  bool
 	err     error
+	stored  bool // rows as stored, without the read-time view (NewStoredIterator)
 
 	// key and val are copies of pebble's current key and value, which pebble may reuse on
 	// the next positioning call; row aliases val. Copying keeps Key and Row valid until the
@@ -99,6 +100,10 @@ func (it *iterator) load() (bool, error) {
 	r, err := row.Decode(it.val)
 	if err != nil {
 		return false, fmt.Errorf("lsm: iterator at %q: %w: %w", it.key, engine.ErrCorrupt, err)
+	}
+	if it.stored {
+		it.row = r
+		return true, nil
 	}
 	r, found, _ := it.db.readView(r, it.db.opts.Clock())
 	it.row = r

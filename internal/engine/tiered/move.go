@@ -1,0 +1,145 @@
+package tiered
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// moveChunk is how many keys one step of a move carries: one write to the destination,
+// one sync and one removal from the source per chunk.
+const moveChunk = 256
+
+// Move moves keys to tier to (see the package comment), a chunk at a time, and returns
+// once they are there. Keys already at home on to are skipped; a key that is not stored
+// anywhere only changes home. Rows stay readable throughout; if Move fails, the keys it
+// was moving stay readable from both tiers and the next Move of them (or the next Open)
+// finishes the job.
+func (db *DB) Move(keys [][]byte, to Tier) error {
+	if err := db.enter("move"); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	db.moveMu.Lock()
+	defer db.moveMu.Unlock()
+	for len(keys) > 0 {
+		n := min(moveChunk, len(keys))
+		marked := make([][]byte, 0, n)
+		for _, k := range keys[:n] {
+			if len(k) == 0 {
+				return fmt.Errorf("tiered: move: %w: empty key", engine.ErrInvalid)
+			}
+			if db.mark(k, to) {
+				marked = append(marked, bytes.Clone(k))
+			}
+		}
+		if err := db.finishMoves(to.other(), to, marked); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// mark makes to the home of k and marks k in both tiers, unless k is already at home on to
+// and in one tier only. It reports whether k is marked.
+func (db *DB) mark(k []byte, to Tier) bool {
+	s := &db.stripes[stripeOf(k)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	home, inBoth := s.home(k)
+	if home == to && !inBoth {
+		return false
+	}
+	s.both[string(k)] = to
+	_, wasFast := s.fast[string(k)]
+	switch {
+	case to == Fast && !wasFast:
+		s.fast[string(k)] = 0 // sized when the move finishes
+		db.fastKeys.Add(1)
+	case to == Slow && wasFast:
+		delete(s.fast, string(k))
+		db.fastKeys.Add(-1)
+	}
+	return true
+}
+
+// finishMoves carries out steps 2 to 4 of a move for keys, which are marked in both tiers
+// with dst as their home: copy their stored rows from src to dst, make dst durable, remove
+// them from src, clear the marks. The caller holds moveMu and db.mu shared. On error the
+// marks stay, so reads keep merging both tiers.
+func (db *DB) finishMoves(src, dst Tier, keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	muts := make([]row.Mutation, 0, len(keys))
+	found := make([][]byte, 0, len(keys))
+	sizes := make(map[string]int64, len(keys))
+	var bytesMoved int64
+	for _, k := range keys {
+		r, ok, err := db.tiers[src].GetStored(k)
+		if err != nil {
+			return fmt.Errorf("tiered: move %q from the %s tier: %w", k, src, err)
+		}
+		if !ok {
+			continue
+		}
+		size := int64(row.EncodedSize(&r))
+		sizes[string(k)] = size
+		bytesMoved += size
+		muts = append(muts, row.Mutation{Key: k, Row: r})
+		found = append(found, k)
+	}
+	if len(muts) > 0 {
+		db.view.RLock()
+		err := db.tiers[dst].Apply(muts)
+		if err == nil && db.opts.Durability != engine.Sync {
+			err = db.tiers[dst].Sync()
+		}
+		if err == nil {
+			err = db.tiers[src].Remove(found)
+		}
+		db.view.RUnlock()
+		if err != nil {
+			return fmt.Errorf("tiered: move %d rows from the %s to the %s tier: %w", len(muts), src, dst, err)
+		}
+	}
+	for _, k := range keys {
+		s := &db.stripes[stripeOf(k)]
+		s.mu.Lock()
+		if s.both[string(k)] == dst {
+			delete(s.both, string(k))
+		}
+		if _, ok := s.fast[string(k)]; ok && dst == Fast {
+			s.fast[string(k)] = sizes[string(k)]
+		}
+		s.mu.Unlock()
+	}
+	db.moved[dst].Add(int64(len(muts)))
+	db.movedBytes[dst].Add(bytesMoved)
+	return nil
+}
+
+// InBoth reports how many keys are stored in both tiers right now: moves under way, or
+// left unfinished by an error.
+func (db *DB) InBoth() int {
+	n := 0
+	for i := range db.stripes {
+		s := &db.stripes[i]
+		s.mu.RLock()
+		n += len(s.both)
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// HomeOf returns key's home tier.
+func (db *DB) HomeOf(key []byte) Tier {
+	s := &db.stripes[stripeOf(key)]
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, _ := s.home(key)
+	return h
+}

@@ -1,0 +1,448 @@
+package tiered
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/lsm"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Tier names one of the two stores.
+type Tier uint8
+
+// The two tiers.
+const (
+	Slow Tier = iota
+	Fast
+)
+
+// String returns "slow" or "fast".
+func (t Tier) String() string {
+	if t == Fast {
+		return "fast"
+	}
+	return "slow"
+}
+
+func (t Tier) other() Tier { return 1 - t }
+
+// cleanFileName marks, in the fast directory, that the engine was closed cleanly: no key
+// is in both tiers, so the next Open need not look for any.
+const cleanFileName = "KURA-TIERS-CLEAN"
+
+// Options configure a tiered engine.
+type Options struct {
+	engine.Options
+	// OpenTier opens the store of one tier in dir; it receives the tiered engine's
+	// engine.Options. The default opens an lsm engine with its default settings.
+	OpenTier func(dir string, t Tier, o engine.Options) (engine.Tierable, error)
+}
+
+func (o Options) withDefaults() Options {
+	o.Options = o.Options.WithDefaults()
+	if o.OpenTier == nil {
+		o.OpenTier = func(dir string, _ Tier, eo engine.Options) (engine.Tierable, error) {
+			return lsm.Open(dir, lsm.Options{Options: eo})
+		}
+	}
+	return o
+}
+
+// DB is the tiered engine. See the package comment.
+type DB struct {
+	dirs  [2]string
+	opts  Options
+	tiers [2]engine.Tierable
+
+	// mu is held shared by every call and exclusively by Close.
+	mu     sync.RWMutex
+	closed bool
+
+	// view is held shared by every write to a tier and exclusively while NewIterator takes
+	// its two snapshots.
+	view sync.RWMutex
+
+	// moveMu serializes moves, and batches spanning both tiers (see applyAcross), so that
+	// at most one caller at a time puts keys in both tiers.
+	moveMu sync.Mutex
+
+	stripes [stripeCount]stripe
+
+	// counters, read by Stats and TierStats
+	fastKeys      atomic.Int64
+	reads         [2]atomic.Int64 // reads served by each tier (a read of a key in both counts for its home)
+	moved         [2]atomic.Int64 // rows moved to each tier
+	movedBytes    [2]atomic.Int64 // their encoded bytes
+	reconciledLog []string        // keys found in both tiers at Open, for tests
+}
+
+var _ engine.Engine = (*DB)(nil)
+
+// Open opens (creating if needed) the tiered engine whose fast tier is in fastDir and slow
+// tier in slowDir. If the last Close was not clean, every fast key is looked up in the slow
+// tier and a key found in both is merged into the fast tier before Open returns.
+func Open(fastDir, slowDir string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	if fastDir == "" || slowDir == "" || filepath.Clean(fastDir) == filepath.Clean(slowDir) {
+		return nil, fmt.Errorf("tiered: open: %w: need two distinct directories, got fast %q and slow %q", engine.ErrInvalid, fastDir, slowDir)
+	}
+	db := &DB{dirs: [2]string{Slow: slowDir, Fast: fastDir}, opts: opts}
+	for i := range db.stripes {
+		db.stripes[i].fast = make(map[string]int64)
+		db.stripes[i].both = make(map[string]Tier)
+	}
+	for _, t := range []Tier{Slow, Fast} {
+		s, err := opts.OpenTier(db.dirs[t], t, opts.Options)
+		if err != nil {
+			db.closeTiers()
+			return nil, fmt.Errorf("tiered: open the %s tier: %w", t, err)
+		}
+		db.tiers[t] = s
+	}
+	if err := db.load(); err != nil {
+		db.closeTiers()
+		return nil, err
+	}
+	return db, nil
+}
+
+// closeTiers closes the tiers opened so far.
+func (db *DB) closeTiers() error {
+	var err error
+	for _, s := range db.tiers {
+		if s != nil {
+			err = errors.Join(err, s.Close())
+		}
+	}
+	return err
+}
+
+// load fills the fast keys' placement from the fast tier and, after an unclean close,
+// merges the keys found in both tiers into the fast one. The clean mark is removed (and
+// the removal made durable) before any write can come.
+func (db *DB) load() error {
+	fast := db.tiers[Fast]
+	it, err := fast.NewStoredIterator(nil, nil)
+	if err != nil {
+		return fmt.Errorf("tiered: open: list the fast tier: %w", err)
+	}
+	var keys [][]byte
+	for it.Next() {
+		r := it.Row()
+		k := string(it.Key())
+		db.stripes[stripeOf(it.Key())].fast[k] = int64(row.EncodedSize(&r))
+		keys = append(keys, []byte(k))
+	}
+	err = errors.Join(it.Err(), it.Close())
+	if err != nil {
+		return fmt.Errorf("tiered: open: list the fast tier: %w", err)
+	}
+	db.fastKeys.Store(int64(len(keys)))
+	mark := filepath.Join(db.dirs[Fast], cleanFileName)
+	switch _, err := os.Stat(mark); {
+	case err == nil:
+		if err := os.Remove(mark); err != nil {
+			return fmt.Errorf("tiered: open: %w", err)
+		}
+		return syncDir(db.dirs[Fast])
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("tiered: open: %w", err)
+	}
+	return db.reconcile(keys)
+}
+
+// reconcile merges into the fast tier the keys of keys that the slow tier also holds,
+// and removes them from the slow tier: what a crash in the middle of a move leaves.
+func (db *DB) reconcile(keys [][]byte) error {
+	const chunk = 256
+	for len(keys) > 0 {
+		n := min(chunk, len(keys))
+		var muts []row.Mutation
+		var found [][]byte
+		for _, k := range keys[:n] {
+			r, ok, err := db.tiers[Slow].GetStored(k)
+			if err != nil {
+				return fmt.Errorf("tiered: open: look up %q in the slow tier: %w", k, err)
+			}
+			if ok {
+				muts = append(muts, row.Mutation{Key: k, Row: r})
+				found = append(found, k)
+				db.reconciledLog = append(db.reconciledLog, string(k))
+			}
+		}
+		keys = keys[n:]
+		if len(found) == 0 {
+			continue
+		}
+		if err := db.tiers[Fast].Apply(muts); err != nil {
+			return fmt.Errorf("tiered: open: merge keys found in both tiers: %w", err)
+		}
+		if err := db.tiers[Fast].Sync(); err != nil {
+			return fmt.Errorf("tiered: open: %w", err)
+		}
+		if err := db.tiers[Slow].Remove(found); err != nil {
+			return fmt.Errorf("tiered: open: %w", err)
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making the creation or removal of its entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("tiered: %w", err)
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// Name returns "tiered".
+func (db *DB) Name() string { return "tiered" }
+
+// Role is the role of the tiers' engine.
+func (db *DB) Role() engine.Role { return db.tiers[Slow].Role() }
+
+// enter takes the shared lock for one call; the caller must call db.mu.RUnlock when it
+// returns nil.
+func (db *DB) enter(op string) error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return fmt.Errorf("tiered: %s: %w", op, engine.ErrClosed)
+	}
+	return nil
+}
+
+// Apply writes the batch to its keys' home tier. A batch spanning both tiers is written
+// whole to the fast tier and its slow keys moved home before Apply returns (see the
+// package comment).
+func (db *DB) Apply(batch []row.Mutation) error {
+	if err := engine.ValidateBatch(batch); err != nil {
+		return fmt.Errorf("tiered: apply: %w", err)
+	}
+	if err := db.enter("apply"); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	idx := stripeSet(batchKeys(batch))
+	for _, i := range idx {
+		db.stripes[i].mu.RLock()
+	}
+	home, across := db.homeOf(batch)
+	if !across {
+		db.view.RLock()
+		err := db.tiers[home].Apply(batch)
+		db.view.RUnlock()
+		for _, i := range idx {
+			db.stripes[i].mu.RUnlock()
+		}
+		return wrapErr("apply", err)
+	}
+	for _, i := range idx {
+		db.stripes[i].mu.RUnlock()
+	}
+	return db.applyAcross(batch, idx)
+}
+
+// homeOf returns the home of the batch's keys and whether they do not share one. The
+// caller holds their stripes.
+func (db *DB) homeOf(batch []row.Mutation) (Tier, bool) {
+	var home Tier
+	for i := range batch {
+		h, _ := db.stripes[stripeOf(batch[i].Key)].home(batch[i].Key)
+		if i > 0 && h != home {
+			return home, true
+		}
+		home = h
+	}
+	return home, false
+}
+
+// applyAcross writes a batch whose keys live on both tiers: whole to the fast tier, in
+// one atomic write, with its slow keys marked in both; then it moves those keys home.
+// It holds moveMu, so no move is under way and no other key is in both.
+func (db *DB) applyAcross(batch []row.Mutation, idx []int) error {
+	db.moveMu.Lock()
+	defer db.moveMu.Unlock()
+	for _, i := range idx {
+		db.stripes[i].mu.Lock()
+	}
+	var slow [][]byte
+	for i := range batch {
+		k := batch[i].Key
+		s := &db.stripes[stripeOf(k)]
+		if h, _ := s.home(k); h == Slow {
+			s.both[string(k)] = Slow
+			slow = append(slow, k) // a key twice in the batch moves twice: harmless
+		}
+	}
+	db.view.RLock()
+	err := db.tiers[Fast].Apply(batch)
+	db.view.RUnlock()
+	for _, i := range idx {
+		db.stripes[i].mu.Unlock()
+	}
+	if err != nil {
+		// Part of the batch may be in the fast tier: the marks stay until the move
+		// below has merged them home.
+		err = wrapErr("apply", err)
+	}
+	return errors.Join(err, db.finishMoves(Fast, Slow, slow))
+}
+
+// batchKeys yields the keys of a batch.
+func batchKeys(batch []row.Mutation) func(yield func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for i := range batch {
+			if !yield(batch[i].Key) {
+				return
+			}
+		}
+	}
+}
+
+// Get reads key from its home tier, or from both tiers while it is being moved.
+func (db *DB) Get(key []byte) (row.Row, bool, error) {
+	if err := db.enter("get"); err != nil {
+		return row.Row{}, false, err
+	}
+	defer db.mu.RUnlock()
+	s := &db.stripes[stripeOf(key)]
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	home, inBoth := s.home(key)
+	db.reads[home].Add(1)
+	if !inBoth {
+		r, found, err := db.tiers[home].Get(key)
+		return r, found, wrapErr("get", err)
+	}
+	// The source first: what a move takes from it is in the destination before it goes.
+	src, err := db.getStored(home.other(), key)
+	if err != nil {
+		return row.Row{}, false, err
+	}
+	dst, err := db.getStored(home, key)
+	if err != nil {
+		return row.Row{}, false, err
+	}
+	return db.readView(row.Merge(src, dst))
+}
+
+// getStored reads key's stored row from tier t; a missing row is the empty row.
+func (db *DB) getStored(t Tier, key []byte) (row.Row, error) {
+	r, _, err := db.tiers[t].GetStored(key)
+	if err != nil {
+		return row.Row{}, fmt.Errorf("tiered: get %q from the %s tier: %w", key, t, err)
+	}
+	return r, nil
+}
+
+// readView applies the read-time purge and expiry view to a stored row, as each tier's
+// own Get does.
+func (db *DB) readView(r row.Row) (row.Row, bool, error) {
+	now := db.opts.Clock()
+	row.Purge(&r, now, db.opts.GracePeriod.Microseconds())
+	if r.IsEmpty() {
+		return row.Row{}, false, nil
+	}
+	return engine.ReadView(r, now), true, nil
+}
+
+// Flush flushes both tiers.
+func (db *DB) Flush() error {
+	if err := db.enter("flush"); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	return wrapErr("flush", errors.Join(db.tiers[Fast].Flush(), db.tiers[Slow].Flush()))
+}
+
+// Stats sums the two tiers' figures.
+func (db *DB) Stats() engine.Stats {
+	if db.enter("stats") != nil {
+		return engine.Stats{}
+	}
+	defer db.mu.RUnlock()
+	var st engine.Stats
+	for _, s := range db.tiers {
+		t := s.Stats()
+		st.DiskBytes += t.DiskBytes
+		st.MemoryBytes += t.MemoryBytes
+		st.RowsEstimate += t.RowsEstimate
+		st.RowCacheHits += t.RowCacheHits
+		st.RowCacheMisses += t.RowCacheMisses
+	}
+	return st
+}
+
+// TierStats are one tier's figures.
+type TierStats struct {
+	// Stats are the tier's engine's own.
+	engine.Stats
+	// Keys is the number of keys at home on the tier: exact for the fast tier, the
+	// engine's estimate for the slow one.
+	Keys int64
+	// Reads counts the reads it served since Open.
+	Reads int64
+	// MovedIn and MovedInBytes count the rows moved to the tier since Open and their
+	// encoded size.
+	MovedIn, MovedInBytes int64
+}
+
+// TierStats returns each tier's figures, indexed by Tier.
+func (db *DB) TierStats() [2]TierStats {
+	var out [2]TierStats
+	if db.enter("tier stats") != nil {
+		return out
+	}
+	defer db.mu.RUnlock()
+	for _, t := range []Tier{Slow, Fast} {
+		out[t] = TierStats{Stats: db.tiers[t].Stats(), Reads: db.reads[t].Load(),
+			MovedIn: db.moved[t].Load(), MovedInBytes: db.movedBytes[t].Load()}
+	}
+	out[Fast].Keys = db.fastKeys.Load()
+	out[Slow].Keys = out[Slow].RowsEstimate
+	return out
+}
+
+// Close closes both tiers and, if both closed cleanly, marks the fast directory clean. It
+// waits for calls and moves in flight and is safe to call more than once.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	if err := db.closeTiers(); err != nil {
+		return fmt.Errorf("tiered: close: %w", err)
+	}
+	// No key is in both: moves finish under mu held shared, and a move that failed
+	// leaves its keys marked, which we check.
+	for i := range db.stripes {
+		if len(db.stripes[i].both) > 0 {
+			return nil
+		}
+	}
+	f, err := os.Create(filepath.Join(db.dirs[Fast], cleanFileName))
+	if err != nil {
+		return fmt.Errorf("tiered: close: %w", err)
+	}
+	err = errors.Join(f.Sync(), f.Close(), syncDir(db.dirs[Fast]))
+	return wrapErr("close", err)
+}
+
+// wrapErr prefixes err with the operation; nil stays nil.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("tiered: %s: %w", op, err)
+}
