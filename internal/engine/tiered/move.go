@@ -143,3 +143,53 @@ func (db *DB) HomeOf(key []byte) Tier {
 	h, _ := s.home(key)
 	return h
 }
+
+// fastCandidates lists the keys at home on the fast tier with their sizes and reads(key).
+func (db *DB) fastCandidates(reads func(key []byte) int) []Candidate {
+	var out []Candidate
+	for i := range db.stripes {
+		s := &db.stripes[i]
+		s.mu.RLock()
+		for k, size := range s.fast {
+			out = append(out, Candidate{Key: k, Bytes: size})
+		}
+		s.mu.RUnlock()
+	}
+	for i := range out {
+		out[i].Reads = reads([]byte(out[i].Key))
+	}
+	return out
+}
+
+// fastRowBytes is the row data at home on the fast tier, as sized when it moved there.
+func (db *DB) fastRowBytes() int64 {
+	var n int64
+	for i := range db.stripes {
+		s := &db.stripes[i]
+		s.mu.RLock()
+		for _, size := range s.fast {
+			n += size
+		}
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// slowRowBytes estimates the size of a row on the slow tier: the average of the rows on
+// the fast tier (measured when they moved; rows tend to be alike), else the slow tier's
+// disk bytes per row, which counts its logs and metadata too.
+func (db *DB) slowRowBytes() int64 {
+	if n := db.fastKeys.Load(); n > 0 {
+		if b := db.fastRowBytes(); b > 0 {
+			return max(1, b/n)
+		}
+	}
+	st := db.tiers[Slow].Stats()
+	if st.RowsEstimate <= 0 || st.DiskBytes <= 0 {
+		return defaultRowBytes
+	}
+	return max(1, st.DiskBytes/st.RowsEstimate)
+}
+
+// movedTotal is the bytes moved either way since Open.
+func (db *DB) movedTotal() int64 { return db.movedBytes[Fast].Load() + db.movedBytes[Slow].Load() }

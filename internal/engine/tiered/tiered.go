@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/row"
@@ -42,6 +44,10 @@ type Options struct {
 	// OpenTier opens the store of one tier in dir; it receives the tiered engine's
 	// engine.Options. The default opens an lsm engine with its default settings.
 	OpenTier func(dir string, t Tier, o engine.Options) (engine.Tierable, error)
+	// Tracker, if set, counts every Get (at the engine's Clock) for a Migrator to decide
+	// from. Iterators count nothing: scans for repair or streaming say nothing about
+	// which rows clients read.
+	Tracker *access.Tracker
 }
 
 func (o Options) withDefaults() Options {
@@ -319,6 +325,9 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	defer s.mu.RUnlock()
 	home, inBoth := s.home(key)
 	db.reads[home].Add(1)
+	if db.opts.Tracker != nil {
+		db.opts.Tracker.Record(key, time.UnixMicro(db.opts.Clock()))
+	}
 	if !inBoth {
 		r, found, err := db.tiers[home].Get(key)
 		return r, found, wrapErr("get", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/enginetest"
 	"github.com/kuradb/kura/internal/engine/lsm"
@@ -43,15 +44,19 @@ func (h *hookedTier) setBeforeRemove(fn func(keys [][]byte) error) {
 
 // fixture is a tiered engine on hooked lsm tiers, with a manual clock.
 type fixture struct {
-	t     *testing.T
-	dir   string
-	clk   *enginetest.ManualClock
-	db    *tiered.DB
-	tiers [2]*hookedTier
+	t       *testing.T
+	dir     string
+	clk     *enginetest.ManualClock
+	db      *tiered.DB
+	tiers   [2]*hookedTier
+	tracker *access.Tracker
 }
 
-func newFixture(t *testing.T) *fixture {
-	fx := &fixture{t: t, dir: t.TempDir(), clk: enginetest.NewManualClock(enginetest.StartMicros)}
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith opens a fixture whose engine counts its reads in tr (nil: none).
+func newFixtureWith(t *testing.T, tr *access.Tracker) *fixture {
+	fx := &fixture{t: t, dir: t.TempDir(), clk: enginetest.NewManualClock(enginetest.StartMicros), tracker: tr}
 	fx.open()
 	t.Cleanup(func() { fx.db.Close() })
 	return fx
@@ -59,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (fx *fixture) open() {
 	fx.t.Helper()
-	opts := tiered.Options{Options: engine.Options{Clock: fx.clk.Now}}
+	opts := tiered.Options{Options: engine.Options{Clock: fx.clk.Now}, Tracker: fx.tracker}
 	opts.OpenTier = func(dir string, t tiered.Tier, o engine.Options) (engine.Tierable, error) {
 		s, err := lsm.Open(dir, lsm.Options{Options: o})
 		if err != nil {

@@ -1,0 +1,256 @@
+package tiered
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kuradb/kura/internal/access"
+)
+
+// Defaults of MigratorConfig.
+const (
+	DefaultDisplace           = 2
+	DefaultMoveBytesPerSecond = 32 << 20
+	// defaultRowBytes is the size assumed for a row not on the fast tier when the slow
+	// tier cannot tell its average yet.
+	defaultRowBytes = 1024
+)
+
+// MigratorConfig configures a Migrator.
+type MigratorConfig struct {
+	// BudgetBytes is how much row data the fast tier may hold.
+	BudgetBytes int64
+	// Displace is Policy.Displace; default DefaultDisplace.
+	Displace int
+	// MoveBytesPerSecond bounds the migration traffic; default DefaultMoveBytesPerSecond.
+	MoveBytesPerSecond int64
+	// Now is the clock the access tracker is fed with; default time.Now.
+	Now func() time.Time
+	// Logger receives a line per decision that moves rows, and errors; default discards.
+	Logger *slog.Logger
+}
+
+func (c MigratorConfig) withDefaults() MigratorConfig {
+	if c.Displace <= 0 {
+		c.Displace = DefaultDisplace
+	}
+	if c.MoveBytesPerSecond <= 0 {
+		c.MoveBytesPerSecond = DefaultMoveBytesPerSecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Migrator decides, at every roll-over of the access tracker's window, which rows belong
+// on the fast tier (Policy.Decide on the tracker's counts) and moves them, within a bound
+// on bytes per second. Its decisions are Step; Start runs Step once per window.
+type Migrator struct {
+	db      *DB
+	tracker *access.Tracker
+	cfg     MigratorConfig
+
+	mu   sync.Mutex // held by Step
+	last Decision
+
+	started    atomic.Bool
+	stop, done chan struct{}
+	stopOnce   sync.Once
+}
+
+// Decision is what one Step saw and did.
+type Decision struct {
+	// At is when it ran.
+	At time.Time
+	// Promoted and Demoted count the rows moved each way; MovedBytes their size.
+	Promoted, Demoted int
+	MovedBytes        int64
+	// Threshold is the fewest reads in the last window of a row that stays on the fast
+	// tier: the tracker's K while the budget has room, higher once it is full.
+	Threshold int
+	// FastBytes is the row data on the fast tier after the moves, by the engine's count.
+	FastBytes int64
+	// Took is how long the moves took, pauses for the byte rate included.
+	Took time.Duration
+}
+
+// NewMigrator returns a migrator for db; db must have been opened with a Tracker.
+func NewMigrator(db *DB, cfg MigratorConfig) (*Migrator, error) {
+	if db.opts.Tracker == nil {
+		return nil, fmt.Errorf("tiered: migrator: the engine counts no reads (Options.Tracker is nil)")
+	}
+	return &Migrator{db: db, tracker: db.opts.Tracker, cfg: cfg.withDefaults(),
+		stop: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// policy is the Policy a step applies.
+func (m *Migrator) policy() Policy {
+	w := m.tracker.Config().Window
+	return Policy{BudgetBytes: m.cfg.BudgetBytes, MinReads: m.tracker.Config().MinCount, Displace: m.cfg.Displace,
+		MaxMoveBytes: int64(float64(m.cfg.MoveBytesPerSecond) * w.Seconds())}
+}
+
+// Step decides from the tracker's last complete window before now and carries the moves
+// out, pausing as needed to stay within MoveBytesPerSecond. It returns the moves made.
+func (m *Migrator) Step(now time.Time) ([]Move, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in := Input{Fast: m.db.fastCandidates(func(k []byte) int { return m.tracker.Count(k, now) })}
+	est := m.db.slowRowBytes()
+	size := make(map[string]int64, len(in.Fast))
+	for _, c := range in.Fast {
+		size[c.Key] = c.Bytes
+	}
+	for _, k := range m.tracker.Top(now) {
+		b, ok := size[k.Key]
+		if !ok {
+			b = est
+		}
+		in.Hot = append(in.Hot, Candidate{Key: k.Key, Reads: k.Count, Bytes: b})
+	}
+	p := m.policy()
+	moves := p.Decide(in)
+	start := time.Now()
+	d := Decision{At: now, Threshold: threshold(p, in, moves)}
+	before := m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load()
+	err := m.carryOut(moves, &d)
+	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
+	d.Took = time.Since(start)
+	d.FastBytes = m.db.fastRowBytes()
+	m.last = d
+	if len(moves) > 0 {
+		m.cfg.Logger.Info("tiered: moved rows", "promoted", d.Promoted, "demoted", d.Demoted,
+			"bytes", d.MovedBytes, "took", d.Took, "threshold", d.Threshold, "fast_bytes", d.FastBytes)
+	}
+	return moves, err
+}
+
+// carryOut makes the moves in their order, a chunk of one direction at a time, pausing
+// between chunks to keep to the byte rate. A Stop cuts the pauses short and ends it.
+func (m *Migrator) carryOut(moves []Move, d *Decision) error {
+	start := time.Now()
+	movedBefore := m.db.movedTotal()
+	for len(moves) > 0 {
+		to := moves[0].To
+		n := 0
+		for n < len(moves) && n < moveChunk && moves[n].To == to {
+			n++
+		}
+		keys := make([][]byte, n)
+		for i := range n {
+			keys[i] = []byte(moves[i].Key)
+		}
+		if err := m.db.Move(keys, to); err != nil {
+			return err
+		}
+		if to == Fast {
+			d.Promoted += n
+		} else {
+			d.Demoted += n
+		}
+		moves = moves[n:]
+		moved := m.db.movedTotal() - movedBefore
+		due := time.Duration(float64(time.Second) * float64(moved) / float64(m.cfg.MoveBytesPerSecond))
+		if wait := due - time.Since(start); wait > 0 && len(moves) > 0 {
+			select {
+			case <-time.After(wait):
+			case <-m.stop:
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// threshold is the fewest reads of a row on the fast tier once the moves are made: K
+// while the budget has room, else the least-read row kept or promoted.
+func threshold(p Policy, in Input, moves []Move) int {
+	k := max(p.MinReads, 1)
+	reads := make(map[string]int, len(in.Fast)+len(in.Hot))
+	var used int64
+	for _, c := range in.Fast {
+		reads[c.Key] = c.Reads
+		used += c.Bytes
+	}
+	size := make(map[string]int64)
+	for _, c := range in.Hot {
+		reads[c.Key] = c.Reads
+		size[c.Key] = c.Bytes
+	}
+	on := make(map[string]bool, len(in.Fast))
+	for _, c := range in.Fast {
+		on[c.Key] = true
+		size[c.Key] = c.Bytes
+	}
+	for _, mv := range moves {
+		if mv.To == Fast {
+			used += size[mv.Key]
+		} else {
+			used -= size[mv.Key]
+		}
+		on[mv.Key] = mv.To == Fast
+	}
+	if used < p.BudgetBytes {
+		return k
+	}
+	least := -1
+	for key, ok := range on {
+		if ok && (least < 0 || reads[key] < least) {
+			least = reads[key]
+		}
+	}
+	return max(k, least)
+}
+
+// Last returns the latest decision.
+func (m *Migrator) Last() Decision {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// Start runs Step once after every roll-over of the tracker's window, checked ten times
+// a window, until Stop.
+func (m *Migrator) Start() {
+	if m.started.CompareAndSwap(false, true) {
+		w := m.tracker.Config().Window
+		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
+	}
+}
+
+// loop steps whenever the window differs from lastWindow, the one Start began in.
+func (m *Migrator) loop(w time.Duration, lastWindow int64) {
+	defer close(m.done)
+	tick := time.NewTicker(max(w/10, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+		}
+		now := m.cfg.Now()
+		if win := now.UnixNano() / int64(w); win != lastWindow {
+			lastWindow = win
+			if _, err := m.Step(now); err != nil {
+				m.cfg.Logger.Error("tiered: migration", "err", err)
+			}
+		}
+	}
+}
+
+// Stop ends the loop started by Start, cutting a pause between moves short, and waits
+// for it. It is safe to call more than once, and without Start.
+func (m *Migrator) Stop() {
+	m.stopOnce.Do(func() { close(m.stop) })
+	if m.started.Load() {
+		<-m.done
+	}
+}

@@ -1,0 +1,110 @@
+package tiered_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/access"
+	"github.com/kuradb/kura/internal/engine/tiered"
+)
+
+// The migrator follows the reads of the last complete window: hottest rows in while the
+// budget lasts, rows no longer read out.
+func TestMigratorPromotesTheMostReadRowsAndDemotesCooledOnes(t *testing.T) {
+	tr := access.New(access.Config{Window: 10 * time.Second})
+	fx := newFixtureWith(t, tr)
+	for i := range 10 {
+		fx.apply(fmt.Sprintf("k%d", i), cell("v", "0123456789", 1))
+	}
+	// One row on the fast tier, so the migrator knows a row's size: the budget holds three.
+	if err := fx.move(tiered.Fast, "k9"); err != nil {
+		t.Fatal(err)
+	}
+	rowBytes := fx.db.TierStats()[tiered.Fast].MovedInBytes
+	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 3 * rowBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(key string, n int) {
+		for range n {
+			mustGet(t, fx.db, key)
+		}
+	}
+	step := func() tiered.Decision {
+		t.Helper()
+		fx.clk.Advance(10 * time.Second) // into the next window: the one read is complete
+		if _, err := m.Step(time.UnixMicro(fx.clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+		return m.Last()
+	}
+	homes := func() string {
+		s := ""
+		for i := range 10 {
+			if fx.db.HomeOf(fmt.Appendf(nil, "k%d", i)) == tiered.Fast {
+				s += fmt.Sprintf(" k%d", i)
+			}
+		}
+		return s
+	}
+
+	read("k1", 9)
+	read("k2", 5)
+	read("k3", 3)
+	read("k4", 1)
+	d := step()
+	if got, want := homes(), " k1 k2 k3"; got != want {
+		t.Errorf("fast tier after the first window:%s, want%s", got, want)
+	}
+	if d.Promoted != 3 || d.Demoted != 1 || d.Threshold != 3 {
+		t.Errorf("decision %+v: want 3 promoted, 1 demoted (k9, unread), threshold 3 (the budget is full)", d)
+	}
+
+	read("k2", 1)
+	read("k4", 2)
+	d = step()
+	if got, want := homes(), " k2 k4"; got != want {
+		t.Errorf("fast tier after the second window:%s, want%s", got, want)
+	}
+	if d.Promoted != 1 || d.Demoted != 2 || d.Threshold != 1 {
+		t.Errorf("decision %+v: want 1 promoted, 2 demoted, threshold 1 (room left)", d)
+	}
+	for _, k := range []string{"k1", "k2", "k3", "k4"} {
+		fx.expect(k, `{"v"@1700000000000001="0123456789"}`)
+	}
+	st := fx.db.TierStats()
+	if st[tiered.Fast].Reads == 0 || st[tiered.Slow].Reads == 0 {
+		t.Errorf("reads per tier %d fast, %d slow: both served some", st[tiered.Fast].Reads, st[tiered.Slow].Reads)
+	}
+}
+
+func TestMigratorNeedsATracker(t *testing.T) {
+	fx := newFixture(t)
+	if _, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 1}); err == nil {
+		t.Error("a migrator over an engine that counts no reads was accepted")
+	}
+}
+
+// The loop decides once per window, on the clock it is given.
+func TestMigratorLoopStepsAtWindowRollOver(t *testing.T) {
+	tr := access.New(access.Config{Window: 50 * time.Millisecond})
+	fx := newFixtureWith(t, tr)
+	fx.apply("hot", cell("v", "x", 1))
+	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 1 << 20,
+		Now: func() time.Time { return time.UnixMicro(fx.clk.Now()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	defer m.Stop()
+	mustGet(t, fx.db, "hot")
+	fx.clk.Advance(50 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for fx.db.HomeOf([]byte("hot")) != tiered.Fast {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop did not promote a row read in the last window")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
