@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuradb/kura/internal/engine/tiered"
 	"github.com/kuradb/kura/internal/node"
 )
 
@@ -46,34 +48,119 @@ func newAdminCmd() *cobra.Command {
 			},
 		})
 	}
+	cmd.AddCommand(newTiersCmd(&addr))
 	return cmd
 }
 
 // fetchStatus reads /cluster from a node's admin address.
 func fetchStatus(ctx context.Context, addr string) (*node.ClusterStatus, error) {
+	var st node.ClusterStatus
+	if err := fetchJSON(ctx, addr, "/cluster", &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// errNotFound is what fetchJSON returns, wrapped, when the node has no such view.
+var errNotFound = errors.New("not found")
+
+// fetchJSON reads path from a node's admin address into v.
+func fetchJSON(ctx context.Context, addr, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/cluster", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("admin %s: %w", addr, err)
+		return fmt.Errorf("admin %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("admin %s: %w", addr, err)
+		return fmt.Errorf("admin %s: %w", addr, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("admin %s: %w: %s", addr, errNotFound, strings.TrimSpace(string(body)))
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
 	}
-	var st node.ClusterStatus
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("admin %s: %w", addr, err)
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("admin %s: %w", addr, err)
 	}
-	return &st, nil
+	return nil
+}
+
+// newTiersCmd is `kura admin tiers`: each tiered node's tiers, every member's when the
+// node is in a cluster.
+func newTiersCmd(addr *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tiers",
+		Short: "Tiered storage per node: rows and bytes per tier, share of reads from the fast tier, migration traffic, threshold",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			addrs := []string{*addr}
+			if st, err := fetchStatus(ctx, *addr); err == nil {
+				addrs = addrs[:0]
+				for _, m := range sortedByHost(st.Members) {
+					if m.Up && m.AdminAddr != "" {
+						addrs = append(addrs, m.AdminAddr)
+					}
+				}
+			} else if !errors.Is(err, errNotFound) {
+				return err
+			}
+			var all []node.TiersStatus
+			for _, a := range addrs {
+				var ts node.TiersStatus
+				switch err := fetchJSON(ctx, a, "/tiers", &ts); {
+				case errors.Is(err, errNotFound):
+					continue // not tiered
+				case err != nil:
+					return err
+				}
+				all = append(all, ts)
+			}
+			if len(all) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no node has tiered storage (start nodes with --fast-dir)")
+				return nil
+			}
+			printTiers(cmd.OutOrStdout(), all)
+			return nil
+		},
+	}
+}
+
+func printTiers(w io.Writer, all []node.TiersStatus) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "host\tnode\ttier\tkeys\tdisk\treads\tmoved in")
+	for _, ts := range all {
+		for i, t := range ts.Tiers {
+			h, id := ts.Host, ts.Node
+			if i > 0 {
+				h, id = "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d rows, %s\n", h, id, t.Tier, t.Keys, humanBytes(t.DiskBytes), t.Reads, t.MovedIn, humanBytes(t.MovedInBytes))
+		}
+	}
+	tw.Flush()
+	for _, ts := range all {
+		d := ts.LastDecision
+		fmt.Fprintf(w, "%s: fast budget %s, %s of rows on it; reads from the fast tier %s since start, %s over the last %s; moving %s/s; threshold %d reads per %s (K=%d); %d keys moving\n",
+			ts.Host, humanBytes(ts.BudgetBytes), humanBytes(ts.FastRowBytes), share(ts.SinceStart), share(ts.LastMinute),
+			ts.LastMinute.Over.Round(time.Second), humanBytes(int64(ts.LastMinute.MovedBytesPerSecond)), d.Threshold, ts.Window, ts.MinReads, ts.InBoth)
+	}
+}
+
+// share renders the fast tier's share of reads, or "-" when there were none.
+func share(r tiered.Rates) string {
+	if r.Reads == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*r.FastShare)
 }
 
 func printStatus(w io.Writer, st *node.ClusterStatus) {

@@ -3,7 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kuradb/kura/internal/engine/tiered"
 	"github.com/kuradb/kura/internal/node"
 )
 
@@ -38,6 +40,27 @@ host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%  
 host2  UN     b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              127.0.0.1:2
        UFN    d   r1    memory  in-memory        2.0 MiB  16      25.0%  33.3%              127.0.0.1:4
 state: U/D (F: refilling, not read from) then J joining, N normal, L leaving, R removed
+`
+	if got := b.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestPrintTiers(t *testing.T) {
+	all := []node.TiersStatus{{Node: "n1", Host: "host1", BudgetBytes: 1 << 30, Window: 10 * time.Second, MinReads: 1,
+		FastRowBytes: 900 << 20, InBoth: 2,
+		Tiers: []node.TierStatus{
+			{Tier: "fast", Keys: 1000, DiskBytes: 950 << 20, Reads: 900, MovedIn: 1200, MovedInBytes: 1200 << 10},
+			{Tier: "slow", Keys: 9000, DiskBytes: 9 << 30, Reads: 100, MovedIn: 200, MovedInBytes: 200 << 10}},
+		SinceStart:   tiered.Rates{Reads: 1000, FastShare: 0.9},
+		LastMinute:   tiered.Rates{Over: time.Minute, Reads: 600, FastShare: 0.95, MovedBytesPerSecond: 2 << 20},
+		LastDecision: tiered.Decision{Threshold: 3}}}
+	var b strings.Builder
+	printTiers(&b, all)
+	want := `host   node  tier  keys  disk       reads  moved in
+host1  n1    fast  1000  950.0 MiB  900    1200 rows, 1.2 MiB
+             slow  9000  9.0 GiB    100    200 rows, 200.0 KiB
+host1: fast budget 1.0 GiB, 900.0 MiB of rows on it; reads from the fast tier 90.0% since start, 95.0% over the last 1m0s; moving 2.0 MiB/s; threshold 3 reads per 10s (K=1); 2 keys moving
 `
 	if got := b.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -46,6 +46,13 @@ type Config struct {
 	LSMMemTableSizeBytes int64  `yaml:"lsm_memtable_size_bytes"`
 	LSMWALDir            string `yaml:"lsm_wal_dir"`
 
+	FastDir                string        `yaml:"fast_dir"`
+	SlowDir                string        `yaml:"slow_dir"`
+	FastBudgetBytes        int64         `yaml:"fast_budget_bytes"`
+	TierWindow             time.Duration `yaml:"tier_window"`
+	TierMinReads           int           `yaml:"tier_min_reads"`
+	TierMoveBytesPerSecond int64         `yaml:"tier_move_bytes_per_second"`
+
 	MemorySnapshot         bool          `yaml:"memory_snapshot"`
 	MemorySnapshotInterval time.Duration `yaml:"memory_snapshot_interval"`
 
@@ -99,37 +106,40 @@ func (c *Config) SeedList() []string {
 // Default returns the built-in defaults: a working single node on loopback.
 func Default() Config {
 	return Config{
-		Engine:               "lsm",
-		DataDir:              "kura-data",
-		Listen:               "127.0.0.1:6380",
-		AdminListen:          "127.0.0.1:9380",
-		Durability:           "sync",
-		SyncInterval:         time.Second,
-		TombstoneGrace:       engine.DefaultGracePeriod,
-		ShutdownTimeout:      30 * time.Second,
-		LSMCacheSizeBytes:    256 << 20,
-		LSMRowCacheBytes:     256 << 20,
-		LSMMemTableSizeBytes: 32 << 20,
-		MaxKeyBytes:          64 << 10,
-		MaxValueBytes:        16 << 20,
-		MaxRequestBytes:      64 << 20,
-		MaxArgs:              1 << 20,
-		MaxConnections:       10000,
-		LogLevel:             "info",
-		LogFormat:            "text",
-		Rack:                 "rack1",
-		InternodeListen:      "127.0.0.1:7380",
-		ReplicationFactor:    3,
-		Placement:            "host-aware",
-		Routing:              "uniform",
-		NumTokens:            16,
-		TokenAllocation:      "balanced",
-		Consistency:          "QUORUM",
-		ReadRepair:           "background",
-		RequestTimeout:       2 * time.Second,
-		WriteFallback:        50 * time.Millisecond,
-		HintWindow:           3 * time.Hour,
-		HintMaxBytes:         1 << 30,
+		Engine:                 "lsm",
+		DataDir:                "kura-data",
+		Listen:                 "127.0.0.1:6380",
+		AdminListen:            "127.0.0.1:9380",
+		Durability:             "sync",
+		SyncInterval:           time.Second,
+		TombstoneGrace:         engine.DefaultGracePeriod,
+		ShutdownTimeout:        30 * time.Second,
+		LSMCacheSizeBytes:      256 << 20,
+		LSMRowCacheBytes:       256 << 20,
+		LSMMemTableSizeBytes:   32 << 20,
+		TierWindow:             10 * time.Second,
+		TierMinReads:           1,
+		TierMoveBytesPerSecond: 32 << 20,
+		MaxKeyBytes:            64 << 10,
+		MaxValueBytes:          16 << 20,
+		MaxRequestBytes:        64 << 20,
+		MaxArgs:                1 << 20,
+		MaxConnections:         10000,
+		LogLevel:               "info",
+		LogFormat:              "text",
+		Rack:                   "rack1",
+		InternodeListen:        "127.0.0.1:7380",
+		ReplicationFactor:      3,
+		Placement:              "host-aware",
+		Routing:                "uniform",
+		NumTokens:              16,
+		TokenAllocation:        "balanced",
+		Consistency:            "QUORUM",
+		ReadRepair:             "background",
+		RequestTimeout:         2 * time.Second,
+		WriteFallback:          50 * time.Millisecond,
+		HintWindow:             3 * time.Hour,
+		HintMaxBytes:           1 << 30,
 	}
 }
 
@@ -149,6 +159,12 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
+	fs.StringVar(&c.FastDir, "fast-dir", c.FastDir, "lsm engine, tiered storage: directory on the fast device (an SSD) for the rows read most; setting it splits the engine into a fast and a slow store and starts moving rows between them by their reads (needs --fast-budget-bytes)")
+	fs.StringVar(&c.SlowDir, "slow-dir", c.SlowDir, "lsm engine, tiered storage: directory on the slow device (an HDD) for every other row; empty keeps it in the data directory")
+	fs.Int64Var(&c.FastBudgetBytes, "fast-budget-bytes", c.FastBudgetBytes, "tiered storage: row data the fast directory may hold; leave room for the store's own overhead (about a quarter more)")
+	fs.DurationVar(&c.TierWindow, "tier-window", c.TierWindow, "tiered storage: the window W over which reads are counted; placement is decided at the end of each")
+	fs.IntVar(&c.TierMinReads, "tier-min-reads", c.TierMinReads, "tiered storage: K, the reads in the last window that make a row hot; hot rows go to the fast directory while its budget allows, hottest first, and rows read fewer times leave it")
+	fs.Int64Var(&c.TierMoveBytesPerSecond, "tier-move-bytes-per-second", c.TierMoveBytesPerSecond, "tiered storage: most row bytes per second moved between the directories")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
 	fs.IntVar(&c.MaxKeyBytes, "max-key-bytes", c.MaxKeyBytes, "largest key a client may send (at most 65536)")
@@ -237,6 +253,9 @@ func (c *Config) Validate() error {
 	if err := c.validateCluster(); err != nil {
 		return err
 	}
+	if err := c.validateTiers(); err != nil {
+		return err
+	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("%w: listen %q: %w", ErrInvalid, c.Listen, err)
 	}
@@ -298,6 +317,30 @@ func (c *Config) EffectiveGCPercent(envGOGC string) int {
 		return MemoryEngineGCPercent
 	}
 	return 0
+}
+
+// Tiered reports whether the engine is split over a fast and a slow directory.
+func (c *Config) Tiered() bool { return c.FastDir != "" }
+
+// validateTiers checks the tiered-storage options.
+func (c *Config) validateTiers() error {
+	if !c.Tiered() {
+		if c.SlowDir != "" || c.FastBudgetBytes != 0 {
+			return fmt.Errorf("%w: slow_dir and fast_budget_bytes need fast_dir", ErrInvalid)
+		}
+		return nil
+	}
+	switch {
+	case c.Engine != "lsm":
+		return fmt.Errorf("%w: fast_dir: tiered storage works with the lsm engine, not %s", ErrInvalid, c.Engine)
+	case c.LSMWALDir != "":
+		return fmt.Errorf("%w: fast_dir and lsm_wal_dir together are not supported: each tier keeps its log beside its data", ErrInvalid)
+	case c.FastBudgetBytes <= 0:
+		return fmt.Errorf("%w: fast_dir needs a positive fast_budget_bytes", ErrInvalid)
+	case c.TierWindow < 10*time.Millisecond || c.TierMinReads < 1 || c.TierMoveBytesPerSecond <= 0:
+		return fmt.Errorf("%w: tier_window must be at least 10ms, tier_min_reads at least 1 and tier_move_bytes_per_second positive", ErrInvalid)
+	}
+	return nil
 }
 
 // validateCluster checks the cluster-mode options.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -71,11 +72,26 @@ func TestEmptyFileMeansDefaults(t *testing.T) {
 	}
 }
 
+func TestValidateAcceptsTieredStorage(t *testing.T) {
+	c, err := parse(t, "", "--fast-dir", "/ssd", "--slow-dir", "/hdd", "--fast-budget-bytes", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Tiered() || c.TierWindow != 10*time.Second || c.TierMinReads != 1 {
+		t.Errorf("tiered %v, window %v, K %d: want tiered, the paper's 10s and 1", c.Tiered(), c.TierWindow, c.TierMinReads)
+	}
+}
+
 func TestValidateRejectsBadValues(t *testing.T) {
 	bad := [][]string{
 		{"--engine", "rocks"}, {"--durability", "never"}, {"--listen", "nohostport"},
 		{"--max-key-bytes", "70000"}, {"--max-connections", "0"}, {"--log-format", "xml"},
 		{"--sync-interval", "0s"},
+		{"--fast-dir", "/ssd"}, // no budget
+		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--engine", "btree"},
+		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--lsm-wal-dir", "/wal"},
+		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-min-reads", "0"},
+		{"--slow-dir", "/hdd"}, // without a fast one
 	}
 	for _, args := range bad {
 		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {

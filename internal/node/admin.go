@@ -14,15 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminServer serves /metrics, /healthz, /cluster (ClusterStatus as JSON) and /debug/pprof
-// on the admin address.
+// adminServer serves /metrics, /healthz, /cluster (ClusterStatus as JSON), /tiers
+// (TiersStatus as JSON) and /debug/pprof on the admin address.
 type adminServer struct {
 	srv      *http.Server
 	ln       net.Listener
 	draining *atomic.Bool
 }
 
-func startAdmin(addr string, reg *prometheus.Registry, draining *atomic.Bool, cluster http.HandlerFunc, log *slog.Logger) (*adminServer, error) {
+func startAdmin(addr string, reg *prometheus.Registry, draining *atomic.Bool, cluster, tiers http.HandlerFunc, log *slog.Logger) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -39,6 +39,7 @@ func startAdmin(addr string, reg *prometheus.Registry, draining *atomic.Bool, cl
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/cluster", cluster)
+	mux.HandleFunc("/tiers", tiers)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -32,6 +32,45 @@ type dirMeta struct {
 	ID      string    `json:"id"`
 	Engine  string    `json:"engine"`
 	Created time.Time `json:"created"`
+	// Tiers, for a tiered engine, are its directories: its rows live there too, so a
+	// node must not open the data directory without them.
+	Tiers *dirTiers `json:"tiers,omitempty"`
+}
+
+// dirTiers are a tiered engine's directories, as absolute paths; an empty SlowDir is the
+// engine's directory inside the data directory.
+type dirTiers struct {
+	FastDir string `json:"fast_dir"`
+	SlowDir string `json:"slow_dir,omitempty"`
+}
+
+// newDirTiers returns the absolute form of the configured directories, nil when fastDir
+// is empty.
+func newDirTiers(fastDir, slowDir string) (*dirTiers, error) {
+	if fastDir == "" {
+		return nil, nil
+	}
+	t := &dirTiers{}
+	var err error
+	if t.FastDir, err = filepath.Abs(fastDir); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
+	}
+	if slowDir != "" {
+		if t.SlowDir, err = filepath.Abs(slowDir); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
+		}
+	}
+	return t, nil
+}
+
+func (t *dirTiers) String() string {
+	if t == nil {
+		return "no --fast-dir"
+	}
+	if t.SlowDir == "" {
+		return "--fast-dir " + t.FastDir
+	}
+	return "--fast-dir " + t.FastDir + " --slow-dir " + t.SlowDir
 }
 
 // newNodeID returns a random 128-bit node ID in hex.
@@ -52,8 +91,9 @@ type dataDir struct {
 	id   string // the node's ID, from NODE.json
 }
 
-// openDataDir creates (if needed), locks and checks dir for a node running engineName.
-func openDataDir(dir, engineName string, now time.Time) (*dataDir, error) {
+// openDataDir creates (if needed), locks and checks dir for a node running engineName,
+// split over tiers if not nil.
+func openDataDir(dir, engineName string, tiers *dirTiers, now time.Time) (*dataDir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrDataDir, dir, err)
 	}
@@ -65,20 +105,20 @@ func openDataDir(dir, engineName string, now time.Time) (*dataDir, error) {
 		return nil, err
 	}
 	d := &dataDir{path: dir, lock: lock}
-	if err := d.checkMeta(engineName, now); err != nil {
+	if err := d.checkMeta(engineName, tiers, now); err != nil {
 		lock.Unlock()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *dataDir) checkMeta(engineName string, now time.Time) error {
+func (d *dataDir) checkMeta(engineName string, tiers *dirTiers, now time.Time) error {
 	path := filepath.Join(d.path, metaFile)
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		d.id = newNodeID()
-		return writeFileAtomic(path, mustJSON(dirMeta{Format: 1, ID: d.id, Engine: engineName, Created: now.UTC()}))
+		return writeFileAtomic(path, mustJSON(dirMeta{Format: 1, ID: d.id, Engine: engineName, Created: now.UTC(), Tiers: tiers}))
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrDataDir, err)
 	}
@@ -93,8 +133,19 @@ func (d *dataDir) checkMeta(engineName string, now time.Time) error {
 		return fmt.Errorf("%w: %s holds %s data, not %s; start with --engine %s or use another --data-dir",
 			ErrEngineMismatch, d.path, m.Engine, engineName, m.Engine)
 	}
+	rewrite := false
+	switch {
+	case m.Tiers == nil && tiers != nil && tiers.SlowDir == "":
+		// A plain engine becomes the slow tier where it is: every row starts there.
+		m.Tiers, rewrite = tiers, true
+	case (m.Tiers == nil) != (tiers == nil) || (tiers != nil && *m.Tiers != *tiers):
+		return fmt.Errorf("%w: %s was written with %s, not %s; its rows live in those directories, so start with the same ones",
+			ErrEngineMismatch, d.path, m.Tiers, tiers)
+	}
 	if m.ID == "" { // written before nodes had IDs: give this one its ID now, once
-		m.ID = newNodeID()
+		m.ID, rewrite = newNodeID(), true
+	}
+	if rewrite {
 		if err := writeFileAtomic(path, mustJSON(m)); err != nil {
 			return err
 		}

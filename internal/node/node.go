@@ -16,11 +16,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/engine/tiered"
 	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
@@ -39,6 +41,7 @@ type Node struct {
 	respLn   net.Listener
 	respDone chan error
 	admin    *adminServer
+	migrator *tiered.Migrator            // nil unless the engine is tiered
 	cluster  *clusterNode                // nil for a single node
 	clusterP atomic.Pointer[clusterNode] // cluster, for the admin server's goroutines
 	host     string
@@ -70,21 +73,38 @@ func Start(cfg config.Config, log *slog.Logger) (*Node, error) {
 // start does Start's work; on error, Start undoes whatever it got running.
 func (n *Node) start() (err error) {
 	cfg, log := n.cfg, n.log
-	if n.dir, err = openDataDir(cfg.DataDir, cfg.Engine, n.started); err != nil {
+	tiers, err := newDirTiers(cfg.FastDir, cfg.SlowDir)
+	if err != nil {
+		return err
+	}
+	if n.dir, err = openDataDir(cfg.DataDir, cfg.Engine, tiers, n.started); err != nil {
 		return err
 	}
 	clock := hlc.New(nil)
 	eo := engineOptions(cfg)
 	eo.Logger = log
+	if cfg.Tiered() {
+		eo.Tiers = &catalog.Tiers{FastDir: cfg.FastDir, SlowDir: cfg.SlowDir,
+			Tracker: access.New(access.Config{Window: cfg.TierWindow, MinCount: cfg.TierMinReads})}
+	}
 	if n.eng, err = catalog.Open(cfg.Engine, n.dir.engineDir(cfg.Engine), eo); err != nil {
 		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)
 	}
 	reg := newRegistry(n.eng)
+	if db, ok := n.eng.(*tiered.DB); ok {
+		n.migrator, err = tiered.NewMigrator(db, tiered.MigratorConfig{BudgetBytes: cfg.FastBudgetBytes,
+			MoveBytesPerSecond: cfg.TierMoveBytesPerSecond, Logger: log})
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		n.migrator.Start()
+		reg.MustRegister(newTierCollector(db, n.migrator, cfg.FastBudgetBytes))
+	}
 	if n.respLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)
 	}
 	if cfg.AdminListen != "" {
-		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, n.serveCluster, log); err != nil {
+		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, n.serveCluster, n.serveTiers, log); err != nil {
 			return fmt.Errorf("node: listen for admin on %s: %w", cfg.AdminListen, err)
 		}
 	}
@@ -241,6 +261,9 @@ func (n *Node) closeAll(ctx context.Context) error {
 	}
 	if n.cluster != nil {
 		errs = append(errs, n.cluster.close(ctx))
+	}
+	if n.migrator != nil {
+		n.migrator.Stop() // before the engine closes under its moves
 	}
 	if n.eng != nil {
 		if err := n.eng.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/btree"
 	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/engine/memory"
+	"github.com/kuradb/kura/internal/engine/tiered"
 )
 
 // Names lists the engines in the order the docs present them.
@@ -38,20 +40,29 @@ type Options struct {
 	MemorySnapshot bool
 	// MemorySnapshotInterval is the memory engine's snapshot period; 0 only at close.
 	MemorySnapshotInterval time.Duration
+	// Tiers, if set, splits the lsm engine over a fast and a slow directory (package
+	// tiered). Each tier's store gets half of the caches.
+	Tiers *Tiers
+}
+
+// Tiers place the lsm engine's rows on two devices.
+type Tiers struct {
+	// FastDir holds the fast tier.
+	FastDir string
+	// SlowDir holds the slow tier; empty means the engine's directory.
+	SlowDir string
+	// Tracker counts reads for the migrator; nil counts nothing.
+	Tracker *access.Tracker
 }
 
 // Open opens the engine called name with its files in dir.
 func Open(name, dir string, o Options) (engine.Engine, error) {
 	switch name {
 	case "lsm":
-		return lsm.Open(dir, lsm.Options{
-			Options:           o.Options,
-			CacheSizeBytes:    o.LSMCacheSizeBytes,
-			RowCacheBytes:     o.LSMRowCacheBytes,
-			MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
-			WALDir:            o.LSMWALDir,
-			Logger:            o.Logger,
-		})
+		if o.Tiers != nil {
+			return openTiered(dir, o)
+		}
+		return lsm.Open(dir, lsmOptions(o, o.Options, 1))
 	case "btree":
 		return btree.Open(dir, btree.Options{Options: o.Options})
 	case "memory":
@@ -75,4 +86,43 @@ func Role(name string) engine.Role {
 		return engine.InMemory
 	}
 	return engine.RoleUnknown
+}
+
+// lsmOptions are the lsm engine's settings from o, with eo as the shared ones and the
+// caches divided by share.
+func lsmOptions(o Options, eo engine.Options, share int64) lsm.Options {
+	return lsm.Options{
+		Options:           eo,
+		CacheSizeBytes:    divide(o.LSMCacheSizeBytes, share),
+		RowCacheBytes:     divide(o.LSMRowCacheBytes, share),
+		MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
+		WALDir:            o.LSMWALDir,
+		Logger:            o.Logger,
+	}
+}
+
+// divide splits a cache size, leaving 0 (the default) and negative (none) as they are.
+func divide(size, share int64) int64 {
+	if size <= 0 {
+		return size
+	}
+	return max(1, size/share)
+}
+
+// openTiered opens the lsm engine split over o.Tiers' directories.
+func openTiered(dir string, o Options) (engine.Engine, error) {
+	if o.LSMWALDir != "" {
+		return nil, fmt.Errorf("%w: a tiered lsm engine keeps each tier's log beside its data: no WAL directory", engine.ErrInvalid)
+	}
+	slow := o.Tiers.SlowDir
+	if slow == "" {
+		slow = dir
+	}
+	return tiered.Open(o.Tiers.FastDir, slow, tiered.Options{
+		Options: o.Options,
+		Tracker: o.Tiers.Tracker,
+		OpenTier: func(d string, _ tiered.Tier, eo engine.Options) (engine.Tierable, error) {
+			return lsm.Open(d, lsmOptions(o, eo, 2))
+		},
+	})
 }

@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/kuradb/kura/internal/engine"
@@ -20,10 +21,20 @@ func factory(name string) enginetest.Factory {
 	}
 }
 
+// tieredLSM is the lsm engine split over two directories, as --fast-dir makes it.
+func tieredLSM() enginetest.Factory {
+	return enginetest.Factory{Name: "lsm-tiered", Persistent: true, CrashSafe: true,
+		Open: func(dir string, o engine.Options) (engine.Engine, error) {
+			return catalog.Open("lsm", filepath.Join(dir, "slow"), catalog.Options{Options: o,
+				Tiers: &catalog.Tiers{FastDir: filepath.Join(dir, "fast")}})
+		}}
+}
+
 // TestEnginesAgreeWithEachOtherAndTheModel runs one generated operation sequence on all
-// three engines and on the reference model at once: every observable result must match.
+// three engines (and the tiered lsm) and on the reference model at once: every observable
+// result must match.
 func TestEnginesAgreeWithEachOtherAndTheModel(t *testing.T) {
-	var fs []enginetest.Factory
+	fs := []enginetest.Factory{tieredLSM()}
 	for _, name := range catalog.Names {
 		fs = append(fs, factory(name))
 	}
@@ -51,5 +62,14 @@ func TestUnknownEngineIsInvalid(t *testing.T) {
 	}
 	if catalog.Role("rocks") != engine.RoleUnknown {
 		t.Fatal("unknown engine has a role")
+	}
+}
+
+func TestTieredLSMRefusesAWALDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := catalog.Open("lsm", filepath.Join(dir, "slow"), catalog.Options{LSMWALDir: filepath.Join(dir, "wal"),
+		Tiers: &catalog.Tiers{FastDir: filepath.Join(dir, "fast")}})
+	if !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("tiered lsm with a WAL directory: %v, want ErrInvalid", err)
 	}
 }

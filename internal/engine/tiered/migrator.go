@@ -63,6 +63,9 @@ type Migrator struct {
 	started    atomic.Bool
 	stop, done chan struct{}
 	stopOnce   sync.Once
+
+	samplesMu sync.Mutex
+	samples   []sample // counters over the last minutes, oldest first, for Recent
 }
 
 // Decision is what one Step saw and did.
@@ -123,7 +126,7 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	err := m.carryOut(moves, &d)
 	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
 	d.Took = time.Since(start)
-	d.FastBytes = m.db.fastRowBytes()
+	d.FastBytes = m.db.FastRowBytes()
 	m.last = d
 	if len(moves) > 0 {
 		m.cfg.Logger.Info("tiered: moved rows", "promoted", d.Promoted, "demoted", d.Demoted,
@@ -237,6 +240,7 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 		case <-tick.C:
 		}
 		now := m.cfg.Now()
+		m.sample(now)
 		if win := now.UnixNano() / int64(w); win != lastWindow {
 			lastWindow = win
 			if _, err := m.Step(now); err != nil {
@@ -253,4 +257,78 @@ func (m *Migrator) Stop() {
 	if m.started.Load() {
 		<-m.done
 	}
+}
+
+// sample is the engine's counters at one moment.
+type sample struct {
+	at    time.Time
+	reads [2]int64
+	moved int64
+}
+
+// Bounds of the samples kept for Recent.
+const (
+	sampleKeep    = 2 * time.Minute
+	sampleMaxKept = 1024
+)
+
+// sample records the counters at now, dropping samples older than sampleKeep.
+func (m *Migrator) sample(now time.Time) {
+	s := sample{at: now, reads: [2]int64{m.db.reads[Slow].Load(), m.db.reads[Fast].Load()}, moved: m.db.movedTotal()}
+	m.samplesMu.Lock()
+	defer m.samplesMu.Unlock()
+	m.samples = append(m.samples, s)
+	drop := 0
+	for drop < len(m.samples)-1 && (now.Sub(m.samples[drop].at) > sampleKeep || len(m.samples)-drop > sampleMaxKept) {
+		drop++
+	}
+	m.samples = m.samples[drop:]
+}
+
+// Rates are the engine's recent activity.
+type Rates struct {
+	// Over is the span the figures cover (up to the span asked for, less when the
+	// migrator has not run that long).
+	Over time.Duration
+	// Reads is the number of reads in that span, and FastShare the share of them the
+	// fast tier served (0 when there were none).
+	Reads     int64
+	FastShare float64
+	// MovedBytesPerSecond is the migration traffic.
+	MovedBytesPerSecond float64
+}
+
+// Recent returns the rates over the last span before now (measured from samples taken ten
+// times a window while Start runs), with the current counters as the end point.
+func (m *Migrator) Recent(span time.Duration, now time.Time) Rates {
+	end := sample{at: now, reads: [2]int64{m.db.reads[Slow].Load(), m.db.reads[Fast].Load()}, moved: m.db.movedTotal()}
+	m.samplesMu.Lock()
+	start := end
+	for _, s := range m.samples {
+		if now.Sub(s.at) <= span {
+			start = s
+			break
+		}
+	}
+	m.samplesMu.Unlock()
+	return rates(start, end)
+}
+
+// rates are the figures between two samples.
+func rates(a, b sample) Rates {
+	r := Rates{Over: b.at.Sub(a.at)}
+	fast, slow := b.reads[Fast]-a.reads[Fast], b.reads[Slow]-a.reads[Slow]
+	r.Reads = fast + slow
+	if r.Reads > 0 {
+		r.FastShare = float64(fast) / float64(r.Reads)
+	}
+	if r.Over > 0 {
+		r.MovedBytesPerSecond = float64(b.moved-a.moved) / r.Over.Seconds()
+	}
+	return r
+}
+
+// SinceOpen returns the rates since the engine opened, up to now.
+func (m *Migrator) SinceOpen(opened, now time.Time) Rates {
+	return rates(sample{at: opened}, sample{at: now, reads: [2]int64{m.db.reads[Slow].Load(), m.db.reads[Fast].Load()}, moved: m.db.movedTotal()})
 }

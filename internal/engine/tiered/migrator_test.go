@@ -108,3 +108,39 @@ func TestMigratorLoopStepsAtWindowRollOver(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Recent turns the counters sampled by the loop into the fast tier's share of reads and
+// the migration traffic over a span.
+func TestMigratorRecentRates(t *testing.T) {
+	tr := access.New(access.Config{Window: 100 * time.Millisecond})
+	fx := newFixtureWith(t, tr)
+	fx.apply("hot", cell("v", "x", 1))
+	fx.apply("cold", cell("v", "x", 1))
+	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	if err := fx.move(tiered.Fast, "hot"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		mustGet(t, fx.db, "hot")
+	}
+	mustGet(t, fx.db, "cold")
+	r := m.SinceOpen(opened, time.Now())
+	if r.Reads != 4 || r.FastShare != 0.75 || r.MovedBytesPerSecond <= 0 {
+		t.Errorf("since open: %+v, want 4 reads, 3/4 from the fast tier, some bytes moved", r)
+	}
+	// With no sample yet, the last minute is empty.
+	if r := m.Recent(time.Minute, time.Now()); r.Reads != 0 || r.Over != 0 {
+		t.Errorf("recent before any sample: %+v", r)
+	}
+	m.Start()
+	defer m.Stop()
+	time.Sleep(50 * time.Millisecond) // a few loop ticks (every 10ms) take samples
+	mustGet(t, fx.db, "cold")
+	if r := m.Recent(time.Minute, time.Now()); r.Reads != 1 || r.FastShare != 0 || r.Over <= 0 {
+		t.Errorf("recent: %+v, want the one read since the first sample, from the slow tier", r)
+	}
+}

@@ -161,8 +161,8 @@ func (db *DB) fastCandidates(reads func(key []byte) int) []Candidate {
 	return out
 }
 
-// fastRowBytes is the row data at home on the fast tier, as sized when it moved there.
-func (db *DB) fastRowBytes() int64 {
+// FastRowBytes is the row data at home on the fast tier, as sized when it moved there.
+func (db *DB) FastRowBytes() int64 {
 	var n int64
 	for i := range db.stripes {
 		s := &db.stripes[i]
@@ -180,7 +180,7 @@ func (db *DB) fastRowBytes() int64 {
 // disk bytes per row, which counts its logs and metadata too.
 func (db *DB) slowRowBytes() int64 {
 	if n := db.fastKeys.Load(); n > 0 {
-		if b := db.fastRowBytes(); b > 0 {
+		if b := db.FastRowBytes(); b > 0 {
 			return max(1, b/n)
 		}
 	}

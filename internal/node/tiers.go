@@ -1,0 +1,132 @@
+package node
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kuradb/kura/internal/engine/tiered"
+)
+
+// TiersStatus is what /tiers reports about a tiered engine (`kura admin tiers`).
+type TiersStatus struct {
+	Node        string        `json:"node"`
+	Host        string        `json:"host"`
+	FastDir     string        `json:"fast_dir"`
+	SlowDir     string        `json:"slow_dir"`
+	BudgetBytes int64         `json:"budget_bytes"`
+	Window      time.Duration `json:"window"`
+	MinReads    int           `json:"min_reads"`
+	// Tiers are each tier's figures, fast first.
+	Tiers []TierStatus `json:"tiers"`
+	// FastRowBytes is the row data on the fast tier, as measured when the rows moved.
+	FastRowBytes int64 `json:"fast_row_bytes"`
+	// InBoth counts the keys being moved.
+	InBoth int `json:"in_both"`
+	// SinceStart and LastMinute are the share of reads from the fast tier and the
+	// migration traffic.
+	SinceStart tiered.Rates `json:"since_start"`
+	LastMinute tiered.Rates `json:"last_minute"`
+	// LastDecision is the migrator's latest.
+	LastDecision tiered.Decision `json:"last_decision"`
+}
+
+// TierStatus is one tier's line.
+type TierStatus struct {
+	Tier         string `json:"tier"`
+	Keys         int64  `json:"keys"`
+	DiskBytes    int64  `json:"disk_bytes"`
+	Reads        int64  `json:"reads"`
+	MovedIn      int64  `json:"moved_in"`
+	MovedInBytes int64  `json:"moved_in_bytes"`
+}
+
+// tiersStatus gathers TiersStatus; nil when the engine is not tiered.
+func (n *Node) tiersStatus(now time.Time) *TiersStatus {
+	db, ok := n.eng.(*tiered.DB)
+	if !ok || n.migrator == nil {
+		return nil
+	}
+	st := &TiersStatus{Node: n.dir.id, Host: n.host, FastDir: n.cfg.FastDir, SlowDir: n.cfg.SlowDir,
+		BudgetBytes: n.cfg.FastBudgetBytes, Window: n.cfg.TierWindow, MinReads: n.cfg.TierMinReads,
+		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(),
+		SinceStart: n.migrator.SinceOpen(n.started, now), LastMinute: n.migrator.Recent(time.Minute, now),
+		LastDecision: n.migrator.Last()}
+	if st.SlowDir == "" {
+		st.SlowDir = n.dir.engineDir(n.cfg.Engine)
+	}
+	ts := db.TierStats()
+	for _, t := range []tiered.Tier{tiered.Fast, tiered.Slow} {
+		s := ts[t]
+		st.Tiers = append(st.Tiers, TierStatus{Tier: t.String(), Keys: s.Keys, DiskBytes: s.DiskBytes, Reads: s.Reads,
+			MovedIn: s.MovedIn, MovedInBytes: s.MovedInBytes})
+	}
+	return st
+}
+
+// serveTiers answers /tiers on the admin address.
+func (n *Node) serveTiers(w http.ResponseWriter, _ *http.Request) {
+	st := n.tiersStatus(time.Now())
+	if st == nil {
+		http.Error(w, "this node's engine is not tiered (start with --fast-dir)\n", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// tierCollector exports a tiered engine's figures at scrape time.
+type tierCollector struct {
+	db       *tiered.DB
+	m        *tiered.Migrator
+	budget   int64
+	keys     *prometheus.Desc
+	disk     *prometheus.Desc
+	reads    *prometheus.Desc
+	moved    *prometheus.Desc
+	movedB   *prometheus.Desc
+	rowBytes *prometheus.Desc
+	budgetD  *prometheus.Desc
+	thresh   *prometheus.Desc
+	inBoth   *prometheus.Desc
+}
+
+func newTierCollector(db *tiered.DB, m *tiered.Migrator, budget int64) *tierCollector {
+	tier := []string{"tier"}
+	return &tierCollector{db: db, m: m, budget: budget,
+		keys:     prometheus.NewDesc("kura_tier_keys", "Keys at home on each tier (exact for fast, an estimate for slow).", tier, nil),
+		disk:     prometheus.NewDesc("kura_tier_disk_bytes", "Space each tier's store takes on disk.", tier, nil),
+		reads:    prometheus.NewDesc("kura_tier_reads_total", "Reads each tier served; the fast tier's share is rate(fast)/rate(all).", tier, nil),
+		moved:    prometheus.NewDesc("kura_tier_moved_rows_total", "Rows moved to each tier.", tier, nil),
+		movedB:   prometheus.NewDesc("kura_tier_moved_bytes_total", "Bytes of rows moved to each tier.", tier, nil),
+		rowBytes: prometheus.NewDesc("kura_tier_fast_row_bytes", "Row data on the fast tier, as measured when the rows moved.", nil, nil),
+		budgetD:  prometheus.NewDesc("kura_tier_fast_budget_bytes", "The fast tier's budget (--fast-budget-bytes).", nil, nil),
+		thresh: prometheus.NewDesc("kura_tier_threshold_reads",
+			"Fewest reads in the last window of a row kept on the fast tier at the latest decision: K while the budget has room.", nil, nil),
+		inBoth: prometheus.NewDesc("kura_tier_keys_moving", "Keys stored in both tiers right now: moves under way.", nil, nil),
+	}
+}
+
+func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.keys, c.disk, c.reads, c.moved, c.movedB, c.rowBytes, c.budgetD, c.thresh, c.inBoth} {
+		ch <- d
+	}
+}
+
+func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
+	ts := c.db.TierStats()
+	for _, t := range []tiered.Tier{tiered.Fast, tiered.Slow} {
+		s, l := ts[t], t.String()
+		ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(s.Keys), l)
+		ch <- prometheus.MustNewConstMetric(c.disk, prometheus.GaugeValue, float64(s.DiskBytes), l)
+		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(s.Reads), l)
+		ch <- prometheus.MustNewConstMetric(c.moved, prometheus.CounterValue, float64(s.MovedIn), l)
+		ch <- prometheus.MustNewConstMetric(c.movedB, prometheus.CounterValue, float64(s.MovedInBytes), l)
+	}
+	ch <- prometheus.MustNewConstMetric(c.rowBytes, prometheus.GaugeValue, float64(c.db.FastRowBytes()))
+	ch <- prometheus.MustNewConstMetric(c.budgetD, prometheus.GaugeValue, float64(c.budget))
+	ch <- prometheus.MustNewConstMetric(c.thresh, prometheus.GaugeValue, float64(c.m.Last().Threshold))
+	ch <- prometheus.MustNewConstMetric(c.inBoth, prometheus.GaugeValue, float64(c.db.InBoth()))
+}

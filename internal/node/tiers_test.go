@@ -1,0 +1,130 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A node started with --fast-dir moves the keys clients read to the fast directory at
+// the end of a window, serves them from there, reports it on /tiers and /metrics, and
+// keeps them across a restart.
+func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
+	cfg.FastBudgetBytes = 1 << 20
+	cfg.TierWindow = 200 * time.Millisecond
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		if err := c.Set(ctx, fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var st TiersStatus
+	for {
+		// Keep reading three keys until a window in which they were read has been
+		// decided on.
+		for _, k := range []string{"k01", "k02", "k03"} {
+			if err := c.Get(ctx, k).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, body := get(t, "http://"+n.AdminAddr()+"/tiers")
+		if code != 200 {
+			t.Fatalf("/tiers = %d %s", code, body)
+		}
+		st = TiersStatus{}
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Tiers[0].Keys == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the read keys never all reached the fast tier: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Tiers[0].Tier != "fast" || st.Tiers[0].MovedIn < 3 || st.SinceStart.Reads == 0 {
+		t.Errorf("/tiers: %+v", st)
+	}
+	_, metrics := get(t, "http://"+n.AdminAddr()+"/metrics")
+	for _, want := range []string{`kura_tier_keys{tier="fast"} 3`, `kura_tier_fast_budget_bytes 1.048576e+06`, `kura_tier_reads_total{tier="fast"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for i := range 20 {
+		if got := c.Get(ctx, fmt.Sprintf("k%02d", i)).Val(); got != fmt.Sprintf("v%d", i) {
+			t.Errorf("GET k%02d = %q", i, got)
+		}
+	}
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The data directory remembers its tiers.
+	plain := cfg
+	plain.FastDir, plain.FastBudgetBytes = "", 0
+	if _, err := Start(plain, quiet()); !errors.Is(err, ErrEngineMismatch) {
+		t.Fatalf("restart without --fast-dir: %v, want ErrEngineMismatch", err)
+	}
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(ctx)
+	c2 := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c2.Close()
+	if got := c2.Get(ctx, "k02").Val(); got != "v2" {
+		t.Errorf("after restart GET k02 = %q", got)
+	}
+	if st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != 3 || st.Tiers[0].Reads != 1 {
+		t.Errorf("after restart the fast tier holds %d keys and served %d reads, want 3 and 1", st.Tiers[0].Keys, st.Tiers[0].Reads)
+	}
+}
+
+// An lsm data directory can become the slow tier where it is.
+func TestPlainLSMDataDirBecomesTheSlowTier(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	if err := c.Set(context.Background(), "old", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FastDir, cfg.FastBudgetBytes = filepath.Join(t.TempDir(), "ssd"), 1<<20
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	c = redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	if got := c.Get(context.Background(), "old").Val(); got != "1" {
+		t.Errorf("GET old = %q after tiering the data directory", got)
+	}
+	if code, _ := get(t, "http://"+n.AdminAddr()+"/tiers"); code != 200 {
+		t.Errorf("/tiers = %d", code)
+	}
+}
