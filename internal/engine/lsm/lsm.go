@@ -55,6 +55,10 @@ type Options struct {
 	// like the data directory. Changing it later needs the old one to hold no log:
 	// pebble refuses to open otherwise (it is told to look in the data directory too).
 	WALDir string
+	// SecondDir, with SecondDirPolicy, places some sstables in a second directory (on
+	// another device); see SecondDirPolicy. Both or neither must be set.
+	SecondDir       string
+	SecondDirPolicy SecondDirPolicy
 	// CollapseOperands is the number of merge operands a read of one key may merge before
 	// the key is rewritten as one value (see collapser); default 16, negative disables.
 	CollapseOperands int
@@ -87,7 +91,9 @@ type DB struct {
 	pdb     *pebble.DB
 	lock    *engine.DirLock
 	walLock *engine.DirLock // nil unless Options.WALDir is set
-	wo      *pebble.WriteOptions
+	// secondLock is nil unless Options.SecondDir is set.
+	secondLock *engine.DirLock
+	wo         *pebble.WriteOptions
 
 	// mu is held shared by every call and exclusively by Close, so Close waits for calls
 	// in flight and no call reaches pebble after it is closed (pebble panics then).
@@ -126,7 +132,15 @@ func Open(dir string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("lsm: open the WAL directory %s: %w", opts.WALDir, err)
 		}
 	}
-	db := &DB{dir: dir, opts: opts, lock: lock, walLock: walLock, iters: make(map[*iterator]struct{})}
+	var secondLock *engine.DirLock
+	if opts.SecondDir != "" {
+		if secondLock, err = engine.LockDir(opts.SecondDir, lockFileName); err != nil {
+			_ = lock.Unlock()
+			_ = walLock.Unlock()
+			return nil, fmt.Errorf("lsm: open the second directory %s: %w", opts.SecondDir, err)
+		}
+	}
+	db := &DB{dir: dir, opts: opts, lock: lock, walLock: walLock, secondLock: secondLock, iters: make(map[*iterator]struct{})}
 	if opts.CollapseOperands > 0 {
 		db.collapser = newCollapser(db)
 	}
@@ -135,10 +149,24 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSizeBytes)
 	defer cache.Unref() // pebble holds its own reference while open
-	db.pdb, err = pebble.Open(dir, db.pebbleOptions(cache))
+	po := db.pebbleOptions(cache)
+	if (opts.SecondDir == "") != (opts.SecondDirPolicy == "") {
+		err = fmt.Errorf("%w: a second directory needs a policy and a policy a directory", engine.ErrInvalid)
+	} else {
+		err = db.applySecondDir(po)
+	}
+	if err == nil {
+		db.pdb, err = pebble.Open(dir, po)
+	}
+	if err == nil && opts.SecondDirPolicy == LowerLevels {
+		if err = db.pdb.SetCreatorID(1); err != nil { // pebble places no table remotely without one
+			_ = db.pdb.Close()
+		}
+	}
 	if err != nil {
 		_ = lock.Unlock()
 		_ = walLock.Unlock()
+		_ = secondLock.Unlock()
 		if errors.Is(err, syscall.EAGAIN) { // someone outside kura holds pebble's LOCK
 			err = fmt.Errorf("%w: %w", engine.ErrLocked, err)
 		}
@@ -438,7 +466,7 @@ func (db *DB) Close() error {
 		// Pebble's Close syncs the WAL too; syncing here keeps the promise visible.
 		err = db.pdb.LogData(nil, pebble.Sync)
 	}
-	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock(), db.walLock.Unlock())
+	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock(), db.walLock.Unlock(), db.secondLock.Unlock())
 	return wrapErr("close", err)
 }
 
