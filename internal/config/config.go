@@ -45,6 +45,8 @@ type Config struct {
 	LSMRowCacheBytes     int64  `yaml:"lsm_row_cache_bytes"`
 	LSMMemTableSizeBytes int64  `yaml:"lsm_memtable_size_bytes"`
 	LSMWALDir            string `yaml:"lsm_wal_dir"`
+	LSMSecondDir         string `yaml:"lsm_second_dir"`
+	LSMSecondDirPolicy   string `yaml:"lsm_second_dir_policy"`
 
 	FastDir                string        `yaml:"fast_dir"`
 	SlowDir                string        `yaml:"slow_dir"`
@@ -159,6 +161,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
+	fs.StringVar(&c.LSMSecondDir, "lsm-second-dir", c.LSMSecondDir, "lsm engine: a second directory (on another device) for some of the sstables, chosen by --lsm-second-dir-policy: the whole-file placements tiered storage (--fast-dir) is compared with")
+	fs.StringVar(&c.LSMSecondDirPolicy, "lsm-second-dir-policy", c.LSMSecondDirPolicy, "lsm engine: free-space (each new sstable in the data or the second directory with probability proportional to the free space of its device, Cassandra's rule for several data directories) or lower-levels (sstables of the two lowest levels in the second directory, pebble's placement for a slower store)")
 	fs.StringVar(&c.FastDir, "fast-dir", c.FastDir, "lsm engine, tiered storage: directory on the fast device (an SSD) for the rows read most; setting it splits the engine into a fast and a slow store and starts moving rows between them by their reads (needs --fast-budget-bytes)")
 	fs.StringVar(&c.SlowDir, "slow-dir", c.SlowDir, "lsm engine, tiered storage: directory on the slow device (an HDD) for every other row; empty keeps it in the data directory")
 	fs.Int64Var(&c.FastBudgetBytes, "fast-budget-bytes", c.FastBudgetBytes, "tiered storage: row data the fast directory may hold; leave room for the store's own overhead (about a quarter more)")
@@ -255,6 +259,17 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateTiers(); err != nil {
 		return err
+	}
+	if (c.LSMSecondDir == "") != (c.LSMSecondDirPolicy == "") {
+		return fmt.Errorf("%w: lsm_second_dir and lsm_second_dir_policy go together", ErrInvalid)
+	}
+	if c.LSMSecondDir != "" && (c.Engine != "lsm" || c.Tiered()) {
+		return fmt.Errorf("%w: lsm_second_dir is for the lsm engine without fast_dir", ErrInvalid)
+	}
+	switch c.LSMSecondDirPolicy {
+	case "", "free-space", "lower-levels":
+	default:
+		return fmt.Errorf("%w: lsm_second_dir_policy %q (want free-space or lower-levels)", ErrInvalid, c.LSMSecondDirPolicy)
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("%w: listen %q: %w", ErrInvalid, c.Listen, err)

@@ -92,6 +92,8 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--lsm-wal-dir", "/wal"},
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-min-reads", "0"},
 		{"--slow-dir", "/hdd"}, // without a fast one
+		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
+		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},
 	}
 	for _, args := range bad {
 		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/engine"
 )
 
@@ -37,40 +39,52 @@ type dirMeta struct {
 	Tiers *dirTiers `json:"tiers,omitempty"`
 }
 
-// dirTiers are a tiered engine's directories, as absolute paths; an empty SlowDir is the
-// engine's directory inside the data directory.
+// dirTiers are the directories outside the data directory that hold the engine's rows:
+// a tiered engine's (FastDir, SlowDir) or an lsm engine's second directory, as absolute
+// paths. An empty SlowDir is the engine's directory inside the data directory.
 type dirTiers struct {
-	FastDir string `json:"fast_dir"`
-	SlowDir string `json:"slow_dir,omitempty"`
+	FastDir         string `json:"fast_dir,omitempty"`
+	SlowDir         string `json:"slow_dir,omitempty"`
+	SecondDir       string `json:"lsm_second_dir,omitempty"`
+	SecondDirPolicy string `json:"lsm_second_dir_policy,omitempty"`
 }
 
-// newDirTiers returns the absolute form of the configured directories, nil when fastDir
-// is empty.
-func newDirTiers(fastDir, slowDir string) (*dirTiers, error) {
-	if fastDir == "" {
+// newDirTiers returns the absolute form of the configured directories, nil when there are
+// none.
+func newDirTiers(cfg config.Config) (*dirTiers, error) {
+	if cfg.FastDir == "" && cfg.LSMSecondDir == "" {
 		return nil, nil
 	}
-	t := &dirTiers{}
-	var err error
-	if t.FastDir, err = filepath.Abs(fastDir); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
-	}
-	if slowDir != "" {
-		if t.SlowDir, err = filepath.Abs(slowDir); err != nil {
+	t := &dirTiers{SecondDirPolicy: cfg.LSMSecondDirPolicy}
+	for _, p := range []struct {
+		dst *string
+		src string
+	}{{&t.FastDir, cfg.FastDir}, {&t.SlowDir, cfg.SlowDir}, {&t.SecondDir, cfg.LSMSecondDir}} {
+		if p.src == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p.src)
+		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
 		}
+		*p.dst = abs
 	}
 	return t, nil
 }
 
+// String renders the directories as the flags that name them.
 func (t *dirTiers) String() string {
 	if t == nil {
-		return "no --fast-dir"
+		return "no directory outside it"
 	}
-	if t.SlowDir == "" {
-		return "--fast-dir " + t.FastDir
+	var parts []string
+	for _, f := range []struct{ flag, v string }{{"--fast-dir", t.FastDir}, {"--slow-dir", t.SlowDir},
+		{"--lsm-second-dir", t.SecondDir}, {"--lsm-second-dir-policy", t.SecondDirPolicy}} {
+		if f.v != "" {
+			parts = append(parts, f.flag+" "+f.v)
+		}
 	}
-	return "--fast-dir " + t.FastDir + " --slow-dir " + t.SlowDir
+	return strings.Join(parts, " ")
 }
 
 // newNodeID returns a random 128-bit node ID in hex.
@@ -135,7 +149,7 @@ func (d *dataDir) checkMeta(engineName string, tiers *dirTiers, now time.Time) e
 	}
 	rewrite := false
 	switch {
-	case m.Tiers == nil && tiers != nil && tiers.SlowDir == "":
+	case m.Tiers == nil && tiers != nil && tiers.SlowDir == "" && tiers.SecondDir == "":
 		// A plain engine becomes the slow tier where it is: every row starts there.
 		m.Tiers, rewrite = tiers, true
 	case (m.Tiers == nil) != (tiers == nil) || (tiers != nil && *m.Tiers != *tiers):

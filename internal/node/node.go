@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/engine/tiered"
 	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/resp"
@@ -73,7 +74,7 @@ func Start(cfg config.Config, log *slog.Logger) (*Node, error) {
 // start does Start's work; on error, Start undoes whatever it got running.
 func (n *Node) start() (err error) {
 	cfg, log := n.cfg, n.log
-	tiers, err := newDirTiers(cfg.FastDir, cfg.SlowDir)
+	tiers, err := newDirTiers(cfg)
 	if err != nil {
 		return err
 	}
@@ -136,6 +137,8 @@ func engineOptions(cfg config.Config) catalog.Options {
 		LSMRowCacheBytes:       lsmRowCache(cfg.LSMRowCacheBytes),
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		LSMWALDir:              cfg.LSMWALDir,
+		LSMSecondDir:           cfg.LSMSecondDir,
+		LSMSecondDirPolicy:     lsm.SecondDirPolicy(cfg.LSMSecondDirPolicy),
 		MemorySnapshot:         cfg.MemorySnapshot,
 		MemorySnapshotInterval: cfg.MemorySnapshotInterval,
 	}

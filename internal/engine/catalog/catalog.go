@@ -35,6 +35,10 @@ type Options struct {
 	Logger *slog.Logger
 	// LSMWALDir is the lsm engine's write-ahead log directory ("": in its data directory).
 	LSMWALDir string
+	// LSMSecondDir and LSMSecondDirPolicy place some of the lsm engine's sstables in a
+	// second directory (lsm.Options.SecondDir).
+	LSMSecondDir       string
+	LSMSecondDirPolicy lsm.SecondDirPolicy
 	// MemorySnapshot makes the memory engine load a snapshot at open and write one at
 	// close and every MemorySnapshotInterval.
 	MemorySnapshot bool
@@ -97,6 +101,8 @@ func lsmOptions(o Options, eo engine.Options, share int64) lsm.Options {
 		RowCacheBytes:     divide(o.LSMRowCacheBytes, share),
 		MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
 		WALDir:            o.LSMWALDir,
+		SecondDir:         o.LSMSecondDir,
+		SecondDirPolicy:   o.LSMSecondDirPolicy,
 		Logger:            o.Logger,
 	}
 }
@@ -111,8 +117,8 @@ func divide(size, share int64) int64 {
 
 // openTiered opens the lsm engine split over o.Tiers' directories.
 func openTiered(dir string, o Options) (engine.Engine, error) {
-	if o.LSMWALDir != "" {
-		return nil, fmt.Errorf("%w: a tiered lsm engine keeps each tier's log beside its data: no WAL directory", engine.ErrInvalid)
+	if o.LSMWALDir != "" || o.LSMSecondDir != "" {
+		return nil, fmt.Errorf("%w: a tiered lsm engine keeps each tier's files in its directory: no WAL or second directory", engine.ErrInvalid)
 	}
 	slow := o.Tiers.SlowDir
 	if slow == "" {
