@@ -66,7 +66,7 @@ value each, written blind with SET: use it with writeallfields=true), cql://host
   kura bench run --workload a --rate 5000 --duration 60s        # open loop at 5,000 ops/s
   kura bench report bench-results --out report`,
 	}
-	cmd.AddCommand(newBenchPhaseCmd(bench.PhaseLoad), newBenchPhaseCmd(bench.PhaseRun), newBenchReportCmd())
+	cmd.AddCommand(newBenchPhaseCmd(bench.PhaseLoad), newBenchPhaseCmd(bench.PhaseRun), newBenchReportCmd(), newBenchOracleCmd())
 	return cmd
 }
 
@@ -295,5 +295,40 @@ latency percentiles per operation), comparison bar charts, and each run's own pl
 	cmd.Flags().StringVar(&out, "out", "bench-report", "output directory")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "label the ratios are relative to (default: the first label)")
 	cmd.Flags().StringVar(&title, "title", "", "report title")
+	return cmd
+}
+
+// newBenchOracleCmd is `kura bench oracle`: the share of a workload's reads that its most
+// read keys receive, the bound for a fast tier or cache that holds that many keys.
+func newBenchOracleCmd() *cobra.Command {
+	f := &benchFlags{}
+	var top int
+	cmd := &cobra.Command{
+		Use:   "oracle",
+		Short: "Share of the workload's reads that its N most-read keys receive (the best a fast tier of N rows can serve)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := loadWorkload(f)
+			if err != nil {
+				return err
+			}
+			if f.operations <= 0 {
+				f.operations = 10 * w.RecordCount
+			}
+			o, err := bench.OracleShare(w, f.operations, top, f.seed)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d reads of %d keys; the %d most read received %.4f of them\n", o.Reads, o.Keys, o.Top, o.Share)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.workload, "workload", "w", "a", "named workload ("+strings.Join(bench.WorkloadNames, ", ")+") or a YCSB property file")
+	fl.StringArrayVarP(&f.props, "prop", "p", nil, "YCSB property override key=value (repeatable)")
+	fl.Int64Var(&f.records, "records", 0, "shorthand for -p recordcount=N")
+	fl.Int64Var(&f.operations, "operations", 0, "operations to draw (default ten per record)")
+	fl.Int64Var(&f.seed, "seed", 1, "random seed")
+	fl.IntVar(&top, "top", 0, "how many of the most-read keys the fast tier holds")
 	return cmd
 }

@@ -60,3 +60,24 @@ func (c *countMin) estimate(h uint64) int {
 }
 
 func (c *countMin) reset() { clear(c.table) }
+
+// fold ages c by one window and adds w's counts in units of scoreScale, then ages c
+// skipped more times (windows without reads). Aging takes 1/windows of each counter,
+// rounded up so that counters do reach zero. A counter is the least over the key's
+// depth, so every operation here is applied to all counters alike and the estimate
+// stays an upper bound of the key's aged count.
+func (c *countMin) fold(w *countMin, windows int, skipped int64) {
+	d := uint32(windows)
+	for i, x := range c.table {
+		v := uint32(x)
+		v -= (v + d - 1) / d
+		v += uint32(w.table[i]) * scoreScale
+		c.table[i] = uint16(min(v, math.MaxUint16))
+	}
+	for range skipped {
+		for i, x := range c.table {
+			v := uint32(x)
+			c.table[i] = uint16(v - (v+d-1)/d)
+		}
+	}
+}

@@ -41,6 +41,10 @@ type Config struct {
 	// across all shards; default 65,536. Placement can only promote keys it can name, so
 	// this should exceed the number of rows the fast device holds.
 	TopKeys int
+	// HistoryWindows sets the memory of Score: each window counts 1-1/HistoryWindows as
+	// much as the next newer one; default 8 (a window's reads weigh half after about five
+	// windows).
+	HistoryWindows int
 }
 
 func (c Config) withDefaults() Config {
@@ -55,6 +59,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TopKeys <= 0 {
 		c.TopKeys = 65536
+	}
+	if c.HistoryWindows <= 1 {
+		c.HistoryWindows = 8
 	}
 	return c
 }
@@ -76,6 +83,8 @@ func New(cfg Config) *Tracker {
 		s := &t.shards[i]
 		s.cur = newCountMin(cfg.Counters / shards)
 		s.last = newCountMin(cfg.Counters / shards)
+		s.history = newCountMin(cfg.Counters / shards)
+		s.historyWindows = cfg.HistoryWindows
 		s.top = topList{index: map[string]*entry{}, limit: max(1, cfg.TopKeys/shards)}
 	}
 	return t
@@ -90,8 +99,11 @@ type shard struct {
 	window  int64     // number of the current window (Unix time / W)
 	cur     *countMin // reads in the current window
 	last    *countMin // reads in the window before it (empty if it saw none)
+	history *countMin // reads of every complete window, aged (see Score), in 1/scoreScale reads
 	top     topList   // the current window's most-read keys
 	lastTop []Key     // the last window's, by count, most first
+
+	historyWindows int // Config.HistoryWindows
 }
 
 // Key is a key and its estimated number of reads in a window.
@@ -108,6 +120,7 @@ func (s *shard) roll(now time.Time, w time.Duration) {
 	if n <= s.window {
 		return // the same window (or a clock step back: keep counting in the current one)
 	}
+	s.history.fold(s.cur, s.historyWindows, min(n-s.window-1, 64))
 	s.cur, s.last = s.last, s.cur
 	s.cur.reset()
 	s.lastTop = s.top.drain()
@@ -157,6 +170,20 @@ func (t *Tracker) Hot(key []byte, now time.Time) bool {
 	return max(s.last.estimate(h), s.cur.estimate(h)) >= t.cfg.MinCount
 }
 
+// scoreScale is the fixed point of the history sketch: a read adds scoreScale, so that
+// aging can take fractions of a read away.
+const scoreScale = 16
+
+// Score returns key's reads over the complete windows before now, each window weighing
+// 1-1/HistoryWindows as much as the next newer one (an estimate, never below the true
+// aged count, capped at 4,095): a ranking with a longer memory than one window, which a
+// placement needs when most rows it ranks are read less than once a window.
+func (t *Tracker) Score(key []byte, now time.Time) float64 {
+	s, h := t.lockFor(key, now)
+	defer s.mu.Unlock()
+	return float64(s.history.estimate(h)) / scoreScale
+}
+
 // Top returns the most-read keys of the last complete window before now that were read
 // at least K times, most first (ties by key). The caller owns the slice.
 func (t *Tracker) Top(now time.Time) []Key {
@@ -181,7 +208,7 @@ func (t *Tracker) Top(now time.Time) []Key {
 func (t *Tracker) Bytes() int {
 	n := 0
 	for i := range t.shards {
-		n += 2 * len(t.shards[i].cur.table) * 2
+		n += 3 * len(t.shards[i].cur.table) * 2
 	}
 	return n
 }

@@ -133,6 +133,64 @@ func TestWindowsRollOver(t *testing.T) {
 	}
 }
 
+// Score ages each complete window by 1/HistoryWindows (rounded up, so it reaches zero)
+// and skips none: a window without reads ages the score too.
+func TestScoreAgesPastWindows(t *testing.T) {
+	tr := New(Config{Window: 10 * time.Second, HistoryWindows: 4})
+	a, b := []byte("a"), []byte("b")
+	for range 4 {
+		tr.Record(a, t0)
+	}
+	tr.Record(b, t0)
+	if got := tr.Score(a, t0.Add(5*time.Second)); got != 0 {
+		t.Errorf("score before the window ended = %v", got)
+	}
+	if ga, gb := tr.Score(a, t0.Add(10*time.Second)), tr.Score(b, t0.Add(10*time.Second)); ga != 4 || gb != 1 {
+		t.Errorf("after one window: a %v, b %v; want 4 and 1", ga, gb)
+	}
+	tr.Record(b, t0.Add(15*time.Second))
+	// a: 64 sixteenths, less a quarter = 48; b: 16 - 4 + 16 = 28.
+	if ga, gb := tr.Score(a, t0.Add(20*time.Second)), tr.Score(b, t0.Add(20*time.Second)); ga != 3 || gb != 1.75 {
+		t.Errorf("after two windows: a %v, b %v; want 3 and 1.75", ga, gb)
+	}
+	// Three windows with no read at all: 48 -> 36 -> 27 -> 20.
+	if got := tr.Score(a, t0.Add(50*time.Second)); got != 20.0/16 {
+		t.Errorf("after a gap: a %v, want %v", got, 20.0/16)
+	}
+	if got := tr.Score(a, t0.Add(1000*time.Second)); got != 0 {
+		t.Errorf("long after: a %v, want 0", got)
+	}
+}
+
+// Over seeded zipfian windows, no key's Score is below its exact aged count.
+func TestScoreIsNeverBelowTheExactAgedCount(t *testing.T) {
+	sd := seed(t)
+	r := rand.New(rand.NewSource(int64(sd)))
+	z := zipfian(20000, 0.99)
+	tr := New(Config{Window: time.Second, Counters: 1 << 16})
+	exact := map[int]uint32{}
+	for w := range 6 {
+		counts := map[int]uint32{}
+		for range 30000 {
+			k := int(z.Next(r))
+			counts[k]++
+			tr.Record(key(k), t0.Add(time.Duration(w)*time.Second))
+		}
+		for k, v := range exact {
+			exact[k] = v - (v+7)/8
+		}
+		for k, c := range counts {
+			exact[k] += c * 16
+		}
+	}
+	now := t0.Add(6 * time.Second)
+	for k, v := range exact {
+		if got := tr.Score(key(k), now); got < float64(min(v, 65535))/16 {
+			t.Fatalf("key %d: score %v below its exact aged count %v (seed %d)", k, got, float64(v)/16, sd)
+		}
+	}
+}
+
 // Top ranks by count, most first, and leaves out keys read fewer than K times; when more
 // keys are read than it may name, the least-read give way.
 func TestTopRanksAndKeepsTheMostRead(t *testing.T) {
@@ -177,7 +235,7 @@ func TestConcurrentRecordsAreAllCounted(t *testing.T) {
 
 func TestMemoryIsFixedByTheConfig(t *testing.T) {
 	small, large := New(Config{Counters: 1 << 16}), New(Config{Counters: 1 << 20})
-	if small.Bytes() != 2*2*(1<<16) || large.Bytes() != 2*2*(1<<20) {
+	if small.Bytes() != 3*2*(1<<16) || large.Bytes() != 3*2*(1<<20) {
 		t.Errorf("Bytes: %d for 2^16 counters, %d for 2^20", small.Bytes(), large.Bytes())
 	}
 }

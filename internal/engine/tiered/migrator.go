@@ -3,6 +3,7 @@ package tiered
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,7 @@ type MigratorConfig struct {
 	// BudgetBytes is how much row data the fast tier may hold.
 	BudgetBytes int64
 	// Displace is Policy.Displace; default DefaultDisplace.
-	Displace int
+	Displace float64
 	// MoveBytesPerSecond bounds the migration traffic; default DefaultMoveBytesPerSecond.
 	MoveBytesPerSecond int64
 	// Now is the clock the access tracker is fed with; default time.Now.
@@ -75,9 +76,10 @@ type Decision struct {
 	// Promoted and Demoted count the rows moved each way; MovedBytes their size.
 	Promoted, Demoted int
 	MovedBytes        int64
-	// Threshold is the fewest reads in the last window of a row that stays on the fast
-	// tier: the tracker's K while the budget has room, higher once it is full.
-	Threshold int
+	// Threshold is the lowest score (access.Tracker.Score) of a row on the fast tier once
+	// the budget is full: a row must score Displace times more to take its place. It is 0
+	// while the budget has room.
+	Threshold float64
 	// FastBytes is the row data on the fast tier after the moves, by the engine's count.
 	FastBytes int64
 	// Took is how long the moves took, pauses for the byte rate included.
@@ -105,7 +107,9 @@ func (m *Migrator) policy() Policy {
 func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	in := Input{Fast: m.db.fastCandidates(func(k []byte) int { return m.tracker.Count(k, now) })}
+	in := Input{Fast: m.db.fastCandidates(func(k []byte) (int, float64) {
+		return m.tracker.Count(k, now), m.tracker.Score(k, now)
+	})}
 	est := m.db.slowRowBytes()
 	size := make(map[string]int64, len(in.Fast))
 	for _, c := range in.Fast {
@@ -116,7 +120,7 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 		if !ok {
 			b = est
 		}
-		in.Hot = append(in.Hot, Candidate{Key: k.Key, Reads: k.Count, Bytes: b})
+		in.Hot = append(in.Hot, Candidate{Key: k.Key, Reads: k.Count, Score: m.tracker.Score([]byte(k.Key), now), Bytes: b})
 	}
 	p := m.policy()
 	moves := p.Decide(in)
@@ -172,25 +176,19 @@ func (m *Migrator) carryOut(moves []Move, d *Decision) error {
 	return nil
 }
 
-// threshold is the fewest reads of a row on the fast tier once the moves are made: K
-// while the budget has room, else the least-read row kept or promoted.
-func threshold(p Policy, in Input, moves []Move) int {
-	k := max(p.MinReads, 1)
-	reads := make(map[string]int, len(in.Fast)+len(in.Hot))
-	var used int64
-	for _, c := range in.Fast {
-		reads[c.Key] = c.Reads
-		used += c.Bytes
-	}
-	size := make(map[string]int64)
-	for _, c := range in.Hot {
-		reads[c.Key] = c.Reads
-		size[c.Key] = c.Bytes
-	}
+// threshold is the lowest score of a row on the fast tier once the moves are made, if
+// the budget is then full; 0 while it has room for a row of the average size.
+func threshold(p Policy, in Input, moves []Move) float64 {
+	score := make(map[string]float64, len(in.Fast)+len(in.Hot))
+	size := make(map[string]int64, len(in.Fast)+len(in.Hot))
 	on := make(map[string]bool, len(in.Fast))
+	var used int64
+	for _, c := range append(slices.Clone(in.Hot), in.Fast...) {
+		score[c.Key], size[c.Key] = c.Score, c.Bytes
+	}
 	for _, c := range in.Fast {
 		on[c.Key] = true
-		size[c.Key] = c.Bytes
+		used += c.Bytes
 	}
 	for _, mv := range moves {
 		if mv.To == Fast {
@@ -200,16 +198,16 @@ func threshold(p Policy, in Input, moves []Move) int {
 		}
 		on[mv.Key] = mv.To == Fast
 	}
-	if used < p.BudgetBytes {
-		return k
+	if len(on) == 0 || p.BudgetBytes-used >= used/int64(len(on)) {
+		return 0
 	}
-	least := -1
-	for key, ok := range on {
-		if ok && (least < 0 || reads[key] < least) {
-			least = reads[key]
+	least := -1.0
+	for k, ok := range on {
+		if ok && (least < 0 || score[k] < least) {
+			least = score[k]
 		}
 	}
-	return max(k, least)
+	return max(least, 0)
 }
 
 // Last returns the latest decision.

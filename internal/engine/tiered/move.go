@@ -144,8 +144,9 @@ func (db *DB) HomeOf(key []byte) Tier {
 	return h
 }
 
-// fastCandidates lists the keys at home on the fast tier with their sizes and reads(key).
-func (db *DB) fastCandidates(reads func(key []byte) int) []Candidate {
+// fastCandidates lists the keys at home on the fast tier with their sizes, reads and
+// scores (from reads(key)).
+func (db *DB) fastCandidates(reads func(key []byte) (int, float64)) []Candidate {
 	var out []Candidate
 	for i := range db.stripes {
 		s := &db.stripes[i]
@@ -156,7 +157,7 @@ func (db *DB) fastCandidates(reads func(key []byte) int) []Candidate {
 		s.mu.RUnlock()
 	}
 	for i := range out {
-		out[i].Reads = reads([]byte(out[i].Key))
+		out[i].Reads, out[i].Score = reads([]byte(out[i].Key))
 	}
 	return out
 }

@@ -9,24 +9,35 @@ import (
 // Policy says which rows belong on the fast tier. The decision (Decide) is pure: the
 // Migrator gathers its input from the access tracker and the engine and carries out the
 // moves it returns.
+//
+// The paper moves a row to the fast device when it was read at least K times in the last
+// window and back when it was not. Rows are ranked here by a score with a longer memory
+// (access.Tracker.Score: reads of past windows, aged), and a row on the fast tier stays
+// until a row with a clearly higher score needs its room: when most rows are read less
+// than once a window (YCSB's zipfian over a million rows at a few thousand reads a
+// second), the paper's rule empties the fast tier of rows that are hot in the long run
+// but were not read in the last ten seconds, and moves them back soon after, paying
+// slow-device reads both times (docs/design/tiered.md).
 type Policy struct {
 	// BudgetBytes is how much row data the fast tier may hold.
 	BudgetBytes int64
-	// MinReads is K: a row read fewer than K times in the last window is cold and leaves
-	// the fast tier. At least 1.
+	// MinReads is K: a row must have been read at least K times in the last window to
+	// move to the fast tier. At least 1.
 	MinReads int
-	// Displace is the hysteresis when the budget is full: a hot row takes the place of a
-	// row on the fast tier only if it was read more than Displace times as often, so that
-	// rows at the boundary do not bounce. At least 1.
-	Displace int
+	// Displace is the hysteresis when the budget is full: a row takes the place of one on
+	// the fast tier only if its score is more than Displace times higher, so that rows at
+	// the boundary do not bounce. At least 1.
+	Displace float64
 	// MaxMoveBytes bounds the bytes one decision moves; 0 means no bound.
 	MaxMoveBytes int64
 }
 
-// Candidate is a row with its reads in the last window and its size.
+// Candidate is a row with its reads and its size.
 type Candidate struct {
-	Key   string
+	Key string
+	// Reads is its reads in the last window, Score its aged reads over past windows.
 	Reads int
+	Score float64
 	// Bytes is the row's size; for a row not yet on the fast tier, an estimate.
 	Bytes int64
 }
@@ -35,8 +46,8 @@ type Candidate struct {
 type Input struct {
 	// Fast are the rows on the fast tier, in any order.
 	Fast []Candidate
-	// Hot are rows read at least MinReads times in the last window, most-read first; rows
-	// already on the fast tier may be among them.
+	// Hot are rows read in the last window, in any order; rows already on the fast tier
+	// may be among them.
 	Hot []Candidate
 }
 
@@ -47,70 +58,69 @@ type Move struct {
 	Reason string
 }
 
-// Decide returns the moves that bring the fast tier closest to holding the most-read rows
-// within the budget: cold rows out first, then hot rows in, hottest first, while they fit,
-// displacing the least-read rows on the fast tier when one was read Displace times more.
-// Demotions come before promotions in the result, in the order they should run.
+// byScore orders candidates by score, highest first; lowestFirst the other way. Ties go
+// by key, so that decisions are the same on every run.
+func byScore(a, b Candidate) int {
+	return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Key, b.Key))
+}
+
+func lowestFirst(a, b Candidate) int {
+	return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(a.Key, b.Key))
+}
+
+// Decide returns the moves that bring the fast tier closest to holding the highest-scored
+// rows within the budget: rows over the budget out, lowest score first; then rows read at
+// least MinReads times in the last window in, highest score first, while they fit,
+// displacing the lowest-scored rows on the fast tier when they score Displace times
+// higher. Demotions come before promotions in the result, in the order they should run.
 func (p Policy) Decide(in Input) []Move {
 	p.MinReads, p.Displace = max(p.MinReads, 1), max(p.Displace, 1)
 	var moves []Move
 	var movedBytes, used int64
 	fits := func(b int64) bool { return p.MaxMoveBytes == 0 || movedBytes+b <= p.MaxMoveBytes }
 
-	// Coldest first, so that the move bound cuts the least useful moves.
-	fast := slices.Clone(in.Fast)
-	slices.SortFunc(fast, func(a, b Candidate) int { return cmp.Or(cmp.Compare(a.Reads, b.Reads), cmp.Compare(a.Key, b.Key)) })
-	onFast := make(map[string]bool, len(fast))
-	var kept []Candidate // staying on the fast tier, coldest first
-	for _, c := range fast {
+	kept := slices.Clone(in.Fast) // staying on the fast tier, lowest score first
+	slices.SortFunc(kept, lowestFirst)
+	onFast := make(map[string]bool, len(kept))
+	for _, c := range kept {
 		used += c.Bytes
 		onFast[c.Key] = true
-		if c.Reads < p.MinReads && fits(c.Bytes) {
-			moves = append(moves, Move{c.Key, Slow, fmt.Sprintf("cold: %d reads < %d", c.Reads, p.MinReads)})
-			movedBytes += c.Bytes
-			used -= c.Bytes
-			continue
-		}
-		kept = append(kept, c)
 	}
-	// Over the budget (rows grew on the fast tier): the coldest make room.
+	// Over the budget (rows grew on the fast tier, or the budget shrank).
 	for len(kept) > 0 && used > p.BudgetBytes && fits(kept[0].Bytes) {
 		c := kept[0]
 		kept = kept[1:]
-		moves = append(moves, Move{c.Key, Slow, fmt.Sprintf("over budget: %d reads, coldest", c.Reads)})
+		moves = append(moves, Move{c.Key, Slow, fmt.Sprintf("over budget: score %.2f, lowest", c.Score)})
 		movedBytes += c.Bytes
 		used -= c.Bytes
 	}
-	for _, c := range in.Hot {
-		if onFast[c.Key] || c.Reads < p.MinReads {
-			continue
+	hot := slices.Clone(in.Hot)
+	slices.SortFunc(hot, byScore)
+	for _, c := range hot {
+		if onFast[c.Key] || c.Reads < p.MinReads || !fits(c.Bytes) {
+			continue // a smaller row may still fit the move bound
 		}
-		if !fits(c.Bytes) {
-			continue // a smaller row may still fit
-		}
-		// Make room by displacing rows read Displace times less, coldest first.
-		var displaced []Candidate
-		free := p.BudgetBytes - used
-		for i := 0; free < c.Bytes && i < len(kept) && kept[i].Reads*p.Displace < c.Reads; i++ {
-			displaced = append(displaced, kept[i])
-			free += kept[i].Bytes
+		// Make room by displacing rows scored Displace times lower, lowest first.
+		n, free := 0, p.BudgetBytes-used
+		for ; free < c.Bytes && n < len(kept) && kept[n].Score*p.Displace < c.Score; n++ {
+			free += kept[n].Bytes
 		}
 		if free < c.Bytes {
 			continue
 		}
-		var cost int64 = c.Bytes
-		for _, d := range displaced {
+		cost := c.Bytes
+		for _, d := range kept[:n] {
 			cost += d.Bytes
 		}
 		if !fits(cost) {
 			continue
 		}
-		for _, d := range displaced {
-			moves = append(moves, Move{d.Key, Slow, fmt.Sprintf("displaced by %s: %d reads against %d", c.Key, d.Reads, c.Reads)})
+		for _, d := range kept[:n] {
+			moves = append(moves, Move{d.Key, Slow, fmt.Sprintf("displaced by %s: score %.2f against %.2f", c.Key, d.Score, c.Score)})
 			used -= d.Bytes
 		}
-		kept = kept[len(displaced):]
-		moves = append(moves, Move{c.Key, Fast, fmt.Sprintf("hot: %d reads", c.Reads)})
+		kept = kept[n:]
+		moves = append(moves, Move{c.Key, Fast, fmt.Sprintf("hot: %d reads, score %.2f", c.Reads, c.Score)})
 		used += c.Bytes
 		movedBytes += cost
 		onFast[c.Key] = true

@@ -13,8 +13,10 @@ import (
 // TestPolicyDecide runs testdata/placement.txt. Command:
 //
 //	decide budget=B [min-reads=K] [displace=D] [max-move=M]
-//	fast key:reads:bytes ...
-//	hot key:reads:bytes ...
+//	fast key:reads:bytes[:score] ...
+//	hot key:reads:bytes[:score] ...
+//
+// (score defaults to reads)
 //
 // prints the moves in order and the fast tier they leave.
 func TestPolicyDecide(t *testing.T) {
@@ -25,7 +27,14 @@ func TestPolicyDecide(t *testing.T) {
 		var p Policy
 		d.ScanArgs(t, "budget", &p.BudgetBytes)
 		d.MaybeScanArgs(t, "min-reads", &p.MinReads)
-		d.MaybeScanArgs(t, "displace", &p.Displace)
+		var displace string
+		d.MaybeScanArgs(t, "displace", &displace)
+		if displace != "" {
+			var err error
+			if p.Displace, err = strconv.ParseFloat(displace, 64); err != nil {
+				t.Fatalf("displace=%s: %v", displace, err)
+			}
+		}
 		d.MaybeScanArgs(t, "max-move", &p.MaxMoveBytes)
 		var in Input
 		for _, line := range strings.Split(d.Input, "\n") {
@@ -75,15 +84,19 @@ func parseCandidates(t *testing.T, fields []string) []Candidate {
 	var out []Candidate
 	for _, f := range fields {
 		parts := strings.Split(f, ":")
-		if len(parts) != 3 {
-			t.Fatalf("candidate %q: want key:reads:bytes", f)
+		if len(parts) != 3 && len(parts) != 4 {
+			t.Fatalf("candidate %q: want key:reads:bytes[:score]", f)
 		}
 		reads, err1 := strconv.Atoi(parts[1])
 		bytes, err2 := strconv.ParseInt(parts[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("candidate %q: want key:reads:bytes", f)
+		score, err3 := float64(reads), error(nil)
+		if len(parts) == 4 {
+			score, err3 = strconv.ParseFloat(parts[3], 64)
 		}
-		out = append(out, Candidate{Key: parts[0], Reads: reads, Bytes: bytes})
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("candidate %q: want key:reads:bytes[:score]", f)
+		}
+		out = append(out, Candidate{Key: parts[0], Reads: reads, Score: score, Bytes: bytes})
 	}
 	return out
 }

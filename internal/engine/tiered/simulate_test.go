@@ -1,0 +1,114 @@
+package tiered
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/access"
+	"github.com/kuradb/kura/internal/bench"
+)
+
+// simulation replays a YCSB stream against the placement alone (the access tracker and
+// Policy.Decide, in virtual time, with no engine), to measure which share of reads the
+// fast tier would serve against the oracle that knows the true most-read keys.
+type simulation struct {
+	records, budgetRows int
+	theta               string
+	readsPerSecond      int
+	windows             int
+	historyWindows      int
+	displace            float64
+	// paperRule places as seed 001 does instead: the fast tier holds the rows read in the
+	// last window (K=1), the most read first while the budget lasts.
+	paperRule bool
+}
+
+// run returns the share of reads of the second half of the windows that found their key
+// on the fast tier, and the oracle's share for the same budget.
+func (s simulation) run(t *testing.T) (share, oracle float64) {
+	t.Helper()
+	w, err := bench.NamedWorkload("write-heavy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RecordCount = int64(s.records)
+	if err := w.Set("zipfianconstant", s.theta); err != nil {
+		t.Fatal(err)
+	}
+	const rowBytes = 1000
+	window := 10 * time.Second
+	tr := access.New(access.Config{Window: window, HistoryWindows: s.historyWindows})
+	p := Policy{BudgetBytes: int64(s.budgetRows * rowBytes), MinReads: 1, Displace: s.displace}
+	opsPerWindow := 2 * s.readsPerSecond * int(window/time.Second) // half the operations read
+	g, err := bench.NewGenerator(w, int64(opsPerWindow*s.windows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := g.Stream(11)
+	fast := map[string]bool{}
+	now := time.Unix(1_800_000_000, 0)
+	var reads, hits int64
+	for win := range s.windows {
+		for i := range opsPerWindow {
+			op := stream.Next()
+			if op.Kind == bench.OpRead {
+				at := now.Add(time.Duration(i) * window / time.Duration(opsPerWindow))
+				tr.Record([]byte(op.Key), at)
+				if win >= s.windows/2 {
+					reads++
+					if fast[op.Key] {
+						hits++
+					}
+				}
+			}
+			stream.Done(op)
+		}
+		now = now.Add(window)
+		var in Input
+		for k := range fast {
+			in.Fast = append(in.Fast, Candidate{Key: k, Reads: tr.Count([]byte(k), now), Score: tr.Score([]byte(k), now), Bytes: rowBytes})
+		}
+		for _, k := range tr.Top(now) {
+			in.Hot = append(in.Hot, Candidate{Key: k.Key, Reads: k.Count, Score: tr.Score([]byte(k.Key), now), Bytes: rowBytes})
+		}
+		if s.paperRule {
+			clear(fast)
+			for _, k := range tr.Top(now)[:min(s.budgetRows, len(tr.Top(now)))] {
+				fast[k.Key] = true
+			}
+			continue
+		}
+		for _, m := range p.Decide(in) {
+			if m.To == Fast {
+				fast[m.Key] = true
+			} else {
+				delete(fast, m.Key)
+			}
+		}
+	}
+	o, err := bench.OracleShare(w, int64(opsPerWindow*s.windows), s.budgetRows, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(hits) / float64(reads), o.Share
+}
+
+// The placement's claim, in simulation: with a tenth of the rows on the fast tier, it
+// serves at least 0.9 of the reads the oracle's placement would, at seed 001's skews.
+func TestPlacementApproachesTheOracle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates minutes of reads")
+	}
+	for _, theta := range []string{"0.99", "0.9"} {
+		s := simulation{records: 100000, budgetRows: 10000, theta: theta, readsPerSecond: 1000, windows: 40,
+			historyWindows: 8, displace: 2}
+		share, oracle := s.run(t)
+		s.paperRule = true
+		paper, _ := s.run(t)
+		t.Logf("zipfian %s: fast tier served %.3f of reads, the oracle %.3f: %.2f of it (the paper's rule: %.3f, %.2f)",
+			theta, share, oracle, share/oracle, paper, paper/oracle)
+		if share < 0.9*oracle {
+			t.Errorf("zipfian %s: %.3f of reads from the fast tier, under 0.9 of the oracle's %.3f", theta, share, oracle)
+		}
+	}
+}
