@@ -95,7 +95,8 @@ func compareCharts(results []*bench.Result) []compareSpec {
 
 // PlotCompare draws grouped bar charts comparing the run phases of results into dir,
 // creating it: throughput per workload, and READ and UPDATE p99 latency per workload,
-// one bar per label, each as .png and .svg. A chart with no data (no run phase, or no
+// one bar per label, each as .png and .svg; and, for each workload run at least twice,
+// the runs' throughput over time on one chart. A chart with no data (no run phase, or no
 // workload with updates) is left out; so is the bar of a label that did not run a
 // workload. It returns the paths of the files written.
 func PlotCompare(results []*bench.Result, dir string) ([]string, error) {
@@ -112,6 +113,17 @@ func PlotCompare(results []*bench.Result, dir string) ([]string, error) {
 			return written, err
 		}
 		files, err := c.save(dir, spec.name)
+		written = append(written, files...)
+		if err != nil {
+			return written, err
+		}
+	}
+	for _, w := range overTimeWorkloads(results) {
+		c, err := overTimeChart(results, w)
+		if err != nil {
+			return written, err
+		}
+		files, err := c.save(dir, overTimeName(w))
 		written = append(written, files...)
 		if err != nil {
 			return written, err

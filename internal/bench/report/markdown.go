@@ -158,12 +158,16 @@ func (m *mdReport) compareImages() {
 		return
 	}
 	specs := compareCharts(m.results)
-	if len(specs) == 0 {
+	over := overTimeWorkloads(m.results)
+	if len(specs) == 0 && len(over) == 0 {
 		return
 	}
 	m.printf("## Comparison\n\n")
 	for _, s := range specs {
 		m.printf("![%s](%s)\n\n", s.title, path.Join(m.opts.ImageDir, s.name+".png"))
+	}
+	for _, w := range over {
+		m.printf("![%s](%s)\n\n", overTimeTitle(w), path.Join(m.opts.ImageDir, overTimeName(w)+".png"))
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/plotter"
+
 	"github.com/kuradb/kura/internal/bench"
 )
 
@@ -205,7 +207,9 @@ func TestPlotCompareDrawsBarsForRunPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "compare-throughput.png compare-throughput.svg compare-read-p99.png compare-read-p99.svg " +
-		"compare-update-p99.png compare-update-p99.svg"
+		"compare-update-p99.png compare-update-p99.svg " +
+		"compare-over-time-write-only.png compare-over-time-write-only.svg " +
+		"compare-over-time-read-heavy.png compare-over-time-read-heavy.svg"
 	if got := baseNames(files); got != want {
 		t.Fatalf("files %q, want %q", got, want)
 	}
@@ -219,6 +223,30 @@ func TestPlotCompareDrawsBarsForRunPhases(t *testing.T) {
 	}
 	if got := baseNames(files); strings.Contains(got, "read") {
 		t.Errorf("write-only alone drew %q", got)
+	}
+}
+
+// Averages over ten seconds, the last partial bucket over the seconds it has, at each
+// bucket's end; every operation of a second counts.
+func TestOverTimeBucketsAverageEveryOperation(t *testing.T) {
+	var series []bench.Interval
+	for s := 1; s <= 25; s++ {
+		series = append(series, bench.Interval{T: s, Op: "READ", Count: int64(s)}, bench.Interval{T: s, Op: "UPDATE", Count: 1})
+	}
+	got := bucketed(series)
+	want := plotter.XYs{{X: 10, Y: 5.5 + 1}, {X: 20, Y: 15.5 + 1}, {X: 25, Y: 23 + 1}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bucket %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	// One run of a workload draws no over-time comparison.
+	one := makeResult(rand.New(rand.NewSource(1)), synth{label: "x", workload: "write-only", phase: "run", ops: []string{"UPDATE"}, rate: 10, medianUs: 10, seconds: 3})
+	if w := overTimeWorkloads([]*bench.Result{one}); len(w) != 0 {
+		t.Errorf("one run: over-time charts for %v", w)
 	}
 }
 

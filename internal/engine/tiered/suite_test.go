@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/enginetest"
 	"github.com/kuradb/kura/internal/engine/tiered"
@@ -156,3 +157,19 @@ func TestConformanceChurning(t *testing.T) { enginetest.RunConformance(t, churni
 func TestMetamorphic(t *testing.T)         { enginetest.RunMetamorphic(t, factory()) }
 func TestCrash(t *testing.T)               { enginetest.RunCrash(t, churning()) }
 func TestCorruption(t *testing.T)          { enginetest.RunCorruption(t, factory()) }
+
+// BenchmarkEngine measures the tiered engine's own cost per call (every row on the slow
+// tier, so a read pays the home lookup and the tracker on top of the lsm engine's Get):
+// compare with the lsm package's BenchmarkEngine in one run.
+func BenchmarkEngine(b *testing.B) { enginetest.RunBenchmarks(b, tracked()) }
+
+// tracked is the tiered engine counting its reads, as a node runs it.
+func tracked() enginetest.Factory {
+	f := factory()
+	f.Name = "tiered-tracked"
+	f.Open = func(dir string, o engine.Options) (engine.Engine, error) {
+		return tiered.Open(filepath.Join(dir, "fast"), filepath.Join(dir, "slow"),
+			tiered.Options{Options: o, Tracker: access.New(access.Config{})})
+	}
+	return f
+}
