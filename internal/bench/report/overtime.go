@@ -69,13 +69,17 @@ func overTimeChart(results []*bench.Result, workload string) (*chart, error) {
 	return c, nil
 }
 
-// bucketed turns a series into operations per second averaged over each overTimeBucket
+// bucketed turns a series into operations per second (of every operation but the total)
+// averaged over each overTimeBucket
 // seconds, placed at the bucket's end. A last, partial bucket is averaged over the
 // seconds it has.
 func bucketed(series []bench.Interval) plotter.XYs {
 	last := 0
 	perSecond := make(map[int]int64)
 	for _, iv := range series {
+		if iv.Op == bench.Total {
+			continue // the sum of the others
+		}
 		perSecond[iv.T] += iv.Count
 		last = max(last, iv.T)
 	}

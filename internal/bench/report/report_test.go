@@ -227,11 +227,12 @@ func TestPlotCompareDrawsBarsForRunPhases(t *testing.T) {
 }
 
 // Averages over ten seconds, the last partial bucket over the seconds it has, at each
-// bucket's end; every operation of a second counts.
+// bucket's end; every operation of a second counts, once (the total is not added again).
 func TestOverTimeBucketsAverageEveryOperation(t *testing.T) {
 	var series []bench.Interval
 	for s := 1; s <= 25; s++ {
-		series = append(series, bench.Interval{T: s, Op: "READ", Count: int64(s)}, bench.Interval{T: s, Op: "UPDATE", Count: 1})
+		series = append(series, bench.Interval{T: s, Op: "READ", Count: int64(s)}, bench.Interval{T: s, Op: "UPDATE", Count: 1},
+			bench.Interval{T: s, Op: bench.Total, Count: int64(s) + 1})
 	}
 	got := bucketed(series)
 	want := plotter.XYs{{X: 10, Y: 5.5 + 1}, {X: 20, Y: 15.5 + 1}, {X: 25, Y: 23 + 1}}
