@@ -45,7 +45,7 @@ type Options struct {
 	// MemorySnapshotInterval is the memory engine's snapshot period; 0 only at close.
 	MemorySnapshotInterval time.Duration
 	// Tiers, if set, splits the lsm engine over a fast and a slow directory (package
-	// tiered). Each tier's store gets half of the caches.
+	// tiered). The caches are shared out between the tiers' stores (tierCacheShare).
 	Tiers *Tiers
 }
 
@@ -93,12 +93,12 @@ func Role(name string) engine.Role {
 }
 
 // lsmOptions are the lsm engine's settings from o, with eo as the shared ones and the
-// caches divided by share.
-func lsmOptions(o Options, eo engine.Options, share int64) lsm.Options {
+// caches scaled by share (1 for a plain lsm engine).
+func lsmOptions(o Options, eo engine.Options, share float64) lsm.Options {
 	return lsm.Options{
 		Options:           eo,
-		CacheSizeBytes:    divide(o.LSMCacheSizeBytes, share),
-		RowCacheBytes:     divide(o.LSMRowCacheBytes, share),
+		CacheSizeBytes:    scale(o.LSMCacheSizeBytes, share),
+		RowCacheBytes:     scale(o.LSMRowCacheBytes, share),
 		MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
 		WALDir:            o.LSMWALDir,
 		SecondDir:         o.LSMSecondDir,
@@ -107,13 +107,18 @@ func lsmOptions(o Options, eo engine.Options, share int64) lsm.Options {
 	}
 }
 
-// divide splits a cache size, leaving 0 (the default) and negative (none) as they are.
-func divide(size, share int64) int64 {
-	if size <= 0 {
+// scale takes a share of a cache size, leaving 0 (the default) and negative (none) as
+// they are.
+func scale(size int64, share float64) int64 {
+	if size <= 0 || share == 1 {
 		return size
 	}
-	return max(1, size/share)
+	return max(1, int64(float64(size)*share))
 }
+
+// tierCacheShare is the share of the caches each tier's store gets: the slow tier most,
+// since a miss there costs a slow-device read and a miss on the fast tier a fast one.
+var tierCacheShare = [2]float64{tiered.Slow: 0.75, tiered.Fast: 0.25}
 
 // openTiered opens the lsm engine split over o.Tiers' directories.
 func openTiered(dir string, o Options) (engine.Engine, error) {
@@ -127,8 +132,8 @@ func openTiered(dir string, o Options) (engine.Engine, error) {
 	return tiered.Open(o.Tiers.FastDir, slow, tiered.Options{
 		Options: o.Options,
 		Tracker: o.Tiers.Tracker,
-		OpenTier: func(d string, _ tiered.Tier, eo engine.Options) (engine.Tierable, error) {
-			return lsm.Open(d, lsmOptions(o, eo, 2))
+		OpenTier: func(d string, t tiered.Tier, eo engine.Options) (engine.Tierable, error) {
+			return lsm.Open(d, lsmOptions(o, eo, tierCacheShare[t]))
 		},
 	})
 }

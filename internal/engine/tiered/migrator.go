@@ -67,7 +67,24 @@ type Migrator struct {
 
 	samplesMu sync.Mutex
 	samples   []sample // counters over the last minutes, oldest first, for Recent
+
+	// Promotion on read (see promoteRead): keys read from the slow tier since the last
+	// drain, while the budget has room.
+	readMu   sync.Mutex
+	read     map[string]struct{}
+	full     atomic.Bool // the budget had no room at the last look
+	promoted atomic.Int64
 }
+
+// Limits of promotion on read.
+const (
+	// readDrainEvery is how often the keys read from the slow tier are promoted: soon
+	// enough that their blocks are still in the slow tier's block cache, so that the
+	// move reads nothing from the slow device.
+	readDrainEvery = 100 * time.Millisecond
+	// readQueueMax bounds the keys waiting; more are left to the window's decision.
+	readQueueMax = 4096
+)
 
 // Decision is what one Step saw and did.
 type Decision struct {
@@ -92,7 +109,7 @@ func NewMigrator(db *DB, cfg MigratorConfig) (*Migrator, error) {
 		return nil, fmt.Errorf("tiered: migrator: the engine counts no reads (Options.Tracker is nil)")
 	}
 	return &Migrator{db: db, tracker: db.opts.Tracker, cfg: cfg.withDefaults(),
-		stop: make(chan struct{}), done: make(chan struct{})}, nil
+		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]struct{})}, nil
 }
 
 // policy is the Policy a step applies.
@@ -131,6 +148,7 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
 	d.Took = time.Since(start)
 	d.FastBytes = m.db.FastRowBytes()
+	m.full.Store(d.FastBytes+est > m.cfg.BudgetBytes)
 	m.last = d
 	if len(moves) > 0 {
 		m.cfg.Logger.Info("tiered: moved rows", "promoted", d.Promoted, "demoted", d.Demoted,
@@ -218,23 +236,49 @@ func (m *Migrator) Last() Decision {
 }
 
 // Start runs Step once after every roll-over of the tracker's window, checked ten times
-// a window, until Stop.
+// a window, until Stop. While the budget has room it also promotes the rows read from the
+// slow tier as they are read (every readDrainEvery), rather than at the window's end:
+// they are hot by the paper's rule (K=1), the fast tier fills as fast as clients name
+// rows, and the move finds the row's blocks still in the slow tier's cache.
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		w := m.tracker.Config().Window
+		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.cfg.BudgetBytes)
+		hook := m.noteRead
+		m.db.slowRead.Store(&hook)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
 	}
 }
 
-// loop steps whenever the window differs from lastWindow, the one Start began in.
+// noteRead queues a key just read from the slow tier, unless the budget is full.
+func (m *Migrator) noteRead(key []byte) {
+	if m.full.Load() {
+		return
+	}
+	m.readMu.Lock()
+	if len(m.read) < readQueueMax {
+		m.read[string(key)] = struct{}{}
+	}
+	m.readMu.Unlock()
+}
+
+// loop steps whenever the window differs from lastWindow, the one Start began in, and
+// promotes the rows read from the slow tier in between.
 func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 	defer close(m.done)
 	tick := time.NewTicker(max(w/10, 10*time.Millisecond))
 	defer tick.Stop()
+	drain := time.NewTicker(readDrainEvery)
+	defer drain.Stop()
 	for {
 		select {
 		case <-m.stop:
 			return
+		case <-drain.C:
+			if err := m.promoteRead(m.cfg.Now()); err != nil {
+				m.cfg.Logger.Error("tiered: promotion on read", "err", err)
+			}
+			continue
 		case <-tick.C:
 		}
 		now := m.cfg.Now()
@@ -248,12 +292,54 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 	}
 }
 
+// promoteRead moves the queued keys that are hot (read at least K times in this window
+// or the last) to the fast tier while the budget has room, at most the byte rate's share
+// of readDrainEvery.
+func (m *Migrator) promoteRead(now time.Time) error {
+	m.readMu.Lock()
+	queued := m.read
+	m.read = make(map[string]struct{}, len(queued))
+	m.readMu.Unlock()
+	if len(queued) == 0 {
+		return nil
+	}
+	m.mu.Lock() // not during a Step
+	defer m.mu.Unlock()
+	est := m.db.slowRowBytes()
+	room := m.cfg.BudgetBytes - m.db.FastRowBytes()
+	limit := max(1, int(float64(m.cfg.MoveBytesPerSecond)*readDrainEvery.Seconds())/int(max(est, 1)))
+	var keys [][]byte
+	for k := range queued {
+		if room < est || len(keys) >= limit {
+			break
+		}
+		kb := []byte(k)
+		if m.db.HomeOf(kb) == Slow && m.tracker.Hot(kb, now) {
+			keys = append(keys, kb)
+			room -= est
+		}
+	}
+	m.full.Store(room < est)
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := m.db.Move(keys, Fast); err != nil {
+		return err
+	}
+	m.promoted.Add(int64(len(keys)))
+	return nil
+}
+
+// PromotedOnRead is the number of rows promoted as they were read (see Start).
+func (m *Migrator) PromotedOnRead() int64 { return m.promoted.Load() }
+
 // Stop ends the loop started by Start, cutting a pause between moves short, and waits
 // for it. It is safe to call more than once, and without Start.
 func (m *Migrator) Stop() {
 	m.stopOnce.Do(func() { close(m.stop) })
 	if m.started.Load() {
 		<-m.done
+		m.db.slowRead.Store(nil)
 	}
 }
 

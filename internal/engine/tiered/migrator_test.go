@@ -152,3 +152,37 @@ func TestMigratorRecentRates(t *testing.T) {
 		t.Errorf("recent: %+v, want the one read since the first sample, from the slow tier", r)
 	}
 }
+
+// While the budget has room, a row read from the slow tier moves to the fast one within
+// moments, not at the window's end; once the budget is full, reads promote nothing more.
+func TestMigratorPromotesOnReadWhileTheBudgetHasRoom(t *testing.T) {
+	tr := access.New(access.Config{Window: time.Hour}) // no roll-over during the test
+	fx := newFixtureWith(t, tr)
+	for _, k := range []string{"a", "b", "c"} {
+		fx.apply(k, cell("v", "0123456789", 1))
+	}
+	if err := fx.move(tiered.Fast, "c"); err != nil { // sizes a row for the migrator
+		t.Fatal(err)
+	}
+	rowBytes := fx.db.TierStats()[tiered.Fast].MovedInBytes
+	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 2 * rowBytes,
+		Now: func() time.Time { return time.UnixMicro(fx.clk.Now()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	defer m.Stop()
+	mustGet(t, fx.db, "a")
+	deadline := time.Now().Add(10 * time.Second)
+	for fx.db.HomeOf([]byte("a")) != tiered.Fast {
+		if time.Now().After(deadline) {
+			t.Fatal("a row read from the slow tier was not promoted while the budget had room")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mustGet(t, fx.db, "b") // the budget (two rows) is full: b stays
+	time.Sleep(300 * time.Millisecond)
+	if fx.db.HomeOf([]byte("b")) != tiered.Slow || m.PromotedOnRead() != 1 {
+		t.Errorf("b on the %s tier, %d promoted on read: want slow and 1", fx.db.HomeOf([]byte("b")), m.PromotedOnRead())
+	}
+}

@@ -80,6 +80,10 @@ type DB struct {
 
 	stripes [stripeCount]stripe
 
+	// slowRead, if set, is called with the key of every Get served by the slow tier (see
+	// Migrator.Start); it must not block, nor keep the key.
+	slowRead atomic.Pointer[func(key []byte)]
+
 	// counters, read by Stats and TierStats
 	fastKeys      atomic.Int64
 	reads         [2]atomic.Int64 // reads served by each tier (a read of a key in both counts for its home)
@@ -330,6 +334,9 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	}
 	if !inBoth {
 		r, found, err := db.tiers[home].Get(key)
+		if hook := db.slowRead.Load(); hook != nil && found && home == Slow {
+			(*hook)(key)
+		}
 		return r, found, wrapErr("get", err)
 	}
 	// The source first: what a move takes from it is in the destination before it goes.
