@@ -18,21 +18,24 @@
 #   scripts/bench-tiered.sh [OUT]          (default OUT: bench-results/tiered)
 #
 # Environment: RECORDS (1000000 records of 1 KB, one string value each, written blind),
-# THREADS (32), RUN (240s, measured from the first operation: throughput over time shows
-# the tiered node filling its fast tier), ZIPFS ("0.99 0.9"), CONFIGS (the five above),
+# THREADS (32), RUN (240s), WARMUP (0s: measured from the first operation, so throughput
+# over time shows the tiered node filling its fast tier; a warm-up measures the steady
+# state instead), ZIPFS ("0.99 0.9"), CONFIGS (the five above),
 # BUDGET (fast budget in bytes; default a tenth of RECORDS x 1,100 bytes), LOAD_MEMORY (2G)
 # and RUN_MEMORY (384M: the node's memory limit, page cache included, set after loading
 # and dropping the page cache), CACHE (64 MiB of lsm block cache; the row cache is off,
 # so that memory holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
 # node's /metrics and, for the tiered node, /tiers. It ends with `kura bench oracle`'s
-# share for the budget and `kura bench report` per zipfian constant.
+# share for the budget and `kura bench report` per zipfian constant (ratios to free-space
+# when it ran).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/tiered}
 RECORDS=${RECORDS:-1000000}
 THREADS=${THREADS:-32}
 RUN=${RUN:-240s}
+WARMUP=${WARMUP:-0s}
 ZIPFS=${ZIPFS:-0.99 0.9}
 CONFIGS=${CONFIGS:-slow free-space lower-levels tiered fast}
 BUDGET=${BUDGET:-$((RECORDS * 110))}
@@ -99,7 +102,7 @@ KURA=$WORK/kura
 rm -rf "$OUT"
 mkdir -p "$OUT"
 remove_data
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN zipfs=\"$ZIPFS\" configs=\"$CONFIGS\" budget=$BUDGET load_memory=$LOAD_MEMORY run_memory=$RUN_MEMORY cache=$CACHE" | tee "$OUT/conditions.txt"
+echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP zipfs=\"$ZIPFS\" configs=\"$CONFIGS\" budget=$BUDGET load_memory=$LOAD_MEMORY run_memory=$RUN_MEMORY cache=$CACHE" | tee "$OUT/conditions.txt"
 
 TARGET="resp://127.0.0.1:$PORT?record=string"
 COMMON=(--target "$TARGET" -p writeallfields=true --records "$RECORDS" --progress none)
@@ -120,7 +123,7 @@ for z in $ZIPFS; do
     echo 3 >/proc/sys/vm/drop_caches
     "$EMU" limit --memory "$RUN_MEMORY" "$WRAPPER_PID" || { echo "# $c: WARNING: could not set the memory limit" | tee -a "$OUT/conditions.txt"; }
     disk_stats "$c $z before" >>"$OUT/disks.txt"
-    "$KURA" bench run -w write-heavy "${COMMON[@]}" -p zipfianconstant="$z" --threads "$THREADS" --duration "$RUN" --seed 42 \
+    "$KURA" bench run -w write-heavy "${COMMON[@]}" -p zipfianconstant="$z" --threads "$THREADS" --duration "$RUN" --warmup "$WARMUP" --seed 42 \
       --label "$c-$z" --out "$OUT/$c-$z" | sed -n 1p
     disk_stats "$c $z after" >>"$OUT/disks.txt"
     curl -sf "http://127.0.0.1:$ADMIN/metrics" >"$OUT/$c-$z/metrics.txt" || true
@@ -129,8 +132,12 @@ for z in $ZIPFS; do
     stop_node
   done
   dirs=()
-  for c in $CONFIGS; do dirs+=("$OUT/$c-$z"); done
-  "$KURA" bench report "${dirs[@]}" --baseline "free-space-$z" --out "$OUT/report-$z" \
+  baseline=""
+  for c in $CONFIGS; do
+    dirs+=("$OUT/$c-$z")
+    if [ -z "$baseline" ] || [ "$c" = free-space ]; then baseline=$c-$z; fi
+  done
+  "$KURA" bench report "${dirs[@]}" --baseline "$baseline" --out "$OUT/report-$z" \
     --title "Tiered storage vs whole-file placements, 50/50 zipfian $z, $RECORDS records, fast budget $BUDGET bytes"
   "$KURA" bench oracle -w write-heavy --records "$RECORDS" -p zipfianconstant="$z" --top $((BUDGET / 1100)) \
     --operations $((RECORDS * 10)) | tee "$OUT/oracle-$z.txt"
