@@ -62,6 +62,7 @@ type Migrator struct {
 	last Decision
 
 	started    atomic.Bool
+	sampled    sync.WaitGroup // sampleLoop
 	stop, done chan struct{}
 	stopOnce   sync.Once
 
@@ -242,11 +243,29 @@ func (m *Migrator) Last() Decision {
 // rows, and the move finds the row's blocks still in the slow tier's cache.
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
+		m.sampled.Add(1)
 		w := m.tracker.Config().Window
 		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.cfg.BudgetBytes)
 		hook := m.noteRead
 		m.db.slowRead.Store(&hook)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
+		go m.sampleLoop(max(w/10, 10*time.Millisecond))
+	}
+}
+
+// sampleLoop samples the counters every interval until Stop, on a goroutine of its own:
+// moves on a busy slow device can hold the decision loop for minutes.
+func (m *Migrator) sampleLoop(interval time.Duration) {
+	defer m.sampled.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+			m.sample(m.cfg.Now())
+		}
 	}
 }
 
@@ -282,7 +301,6 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 		case <-tick.C:
 		}
 		now := m.cfg.Now()
-		m.sample(now)
 		if win := now.UnixNano() / int64(w); win != lastWindow {
 			lastWindow = win
 			if _, err := m.Step(now); err != nil {
@@ -339,6 +357,7 @@ func (m *Migrator) Stop() {
 	m.stopOnce.Do(func() { close(m.stop) })
 	if m.started.Load() {
 		<-m.done
+		m.sampled.Wait()
 		m.db.slowRead.Store(nil)
 	}
 }
