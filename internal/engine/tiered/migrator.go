@@ -72,7 +72,7 @@ type Migrator struct {
 	// Promotion on read (see promoteRead): keys read from the slow tier since the last
 	// drain, while the budget has room.
 	readMu   sync.Mutex
-	read     map[string]struct{}
+	read     map[string]Captured
 	full     atomic.Bool // the budget had no room at the last look
 	promoted atomic.Int64
 }
@@ -110,7 +110,7 @@ func NewMigrator(db *DB, cfg MigratorConfig) (*Migrator, error) {
 		return nil, fmt.Errorf("tiered: migrator: the engine counts no reads (Options.Tracker is nil)")
 	}
 	return &Migrator{db: db, tracker: db.opts.Tracker, cfg: cfg.withDefaults(),
-		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]struct{})}, nil
+		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]Captured)}, nil
 }
 
 // policy is the Policy a step applies.
@@ -239,8 +239,9 @@ func (m *Migrator) Last() Decision {
 // Start runs Step once after every roll-over of the tracker's window, checked ten times
 // a window, until Stop. While the budget has room it also promotes the rows read from the
 // slow tier as they are read (every readDrainEvery), rather than at the window's end:
-// they are hot by the paper's rule (K=1), the fast tier fills as fast as clients name
-// rows, and the move finds the row's blocks still in the slow tier's cache.
+// they are hot by the paper's rule (K=1), and the fast tier fills as fast as clients name
+// rows. Such a promotion copies the row the client's read saw, unless a write to its
+// stripe came since, so it reads nothing from the slow device.
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
@@ -269,14 +270,15 @@ func (m *Migrator) sampleLoop(interval time.Duration) {
 	}
 }
 
-// noteRead queues a key just read from the slow tier, unless the budget is full.
-func (m *Migrator) noteRead(key []byte) {
+// noteRead queues a key just read from the slow tier, with the row the read saw, unless
+// the budget is full.
+func (m *Migrator) noteRead(key, stored []byte, token uint64) {
 	if m.full.Load() {
 		return
 	}
 	m.readMu.Lock()
 	if len(m.read) < readQueueMax {
-		m.read[string(key)] = struct{}{}
+		m.read[string(key)] = Captured{Stored: stored, Token: token}
 	}
 	m.readMu.Unlock()
 }
@@ -316,7 +318,7 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 func (m *Migrator) promoteRead(now time.Time) error {
 	m.readMu.Lock()
 	queued := m.read
-	m.read = make(map[string]struct{}, len(queued))
+	m.read = make(map[string]Captured, len(queued))
 	m.readMu.Unlock()
 	if len(queued) == 0 {
 		return nil
@@ -341,7 +343,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if err := m.db.Move(keys, Fast); err != nil {
+	if err := m.db.moveCaptured(keys, queued); err != nil {
 		return err
 	}
 	m.promoted.Add(int64(len(keys)))

@@ -17,7 +17,23 @@ const moveChunk = 256
 // anywhere only changes home. Rows stay readable throughout; if Move fails, the keys it
 // was moving stay readable from both tiers and the next Move of them (or the next Open)
 // finishes the job.
-func (db *DB) Move(keys [][]byte, to Tier) error {
+func (db *DB) Move(keys [][]byte, to Tier) error { return db.move(keys, to, nil) }
+
+// Captured is a slow key's stored row as a read saw it (see DB.Get): its encoding and the
+// write count of its stripe then.
+type Captured struct {
+	Stored []byte
+	Token  uint64
+}
+
+// moveCaptured promotes keys to the fast tier like Move, but copies the row captured by a
+// read instead of reading the slow tier again, for each key whose stripe has seen no
+// write since (its write count still equals the token).
+func (db *DB) moveCaptured(keys [][]byte, captured map[string]Captured) error {
+	return db.move(keys, Fast, captured)
+}
+
+func (db *DB) move(keys [][]byte, to Tier, captured map[string]Captured) error {
 	if err := db.enter("move"); err != nil {
 		return err
 	}
@@ -27,15 +43,27 @@ func (db *DB) Move(keys [][]byte, to Tier) error {
 	for len(keys) > 0 {
 		n := min(moveChunk, len(keys))
 		marked := make([][]byte, 0, n)
+		known := make(map[string]row.Row)
 		for _, k := range keys[:n] {
 			if len(k) == 0 {
 				return fmt.Errorf("tiered: move: %w: empty key", engine.ErrInvalid)
 			}
-			if db.mark(k, to) {
-				marked = append(marked, bytes.Clone(k))
+			c, ok := captured[string(k)]
+			ok = ok && c.Stored != nil
+			moved, unchanged := db.mark(k, to, c.Token)
+			if !moved {
+				continue
+			}
+			marked = append(marked, bytes.Clone(k))
+			if ok && unchanged {
+				r, err := row.Decode(c.Stored)
+				if err != nil { // we encoded it: only a bug gets here
+					return fmt.Errorf("tiered: move %q: captured row: %w", k, err)
+				}
+				known[string(k)] = r
 			}
 		}
-		if err := db.finishMoves(to.other(), to, marked); err != nil {
+		if err := db.finishMoves(to.other(), to, marked, known); err != nil {
 			return err
 		}
 		keys = keys[n:]
@@ -44,15 +72,19 @@ func (db *DB) Move(keys [][]byte, to Tier) error {
 }
 
 // mark makes to the home of k and marks k in both tiers, unless k is already at home on to
-// and in one tier only. It reports whether k is marked.
-func (db *DB) mark(k []byte, to Tier) bool {
+// and in one tier only. It reports whether k is marked, and whether its stripe's write
+// count still equals token (no write since a read captured the row).
+func (db *DB) mark(k []byte, to Tier, token uint64) (marked, unchanged bool) {
 	s := &db.stripes[stripeOf(k)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	home, inBoth := s.home(k)
 	if home == to && !inBoth {
-		return false
+		return false, false
 	}
+	unchanged = !inBoth && s.started.Load() == token
+	s.started.Add(1)
+	s.finished.Add(1)
 	s.both[string(k)] = to
 	_, wasFast := s.fast[string(k)]
 	switch {
@@ -63,14 +95,15 @@ func (db *DB) mark(k []byte, to Tier) bool {
 		delete(s.fast, string(k))
 		db.fastKeys.Add(-1)
 	}
-	return true
+	return true, unchanged
 }
 
 // finishMoves carries out steps 2 to 4 of a move for keys, which are marked in both tiers
 // with dst as their home: copy their stored rows from src to dst, make dst durable, remove
-// them from src, clear the marks. The caller holds moveMu and db.mu shared. On error the
-// marks stay, so reads keep merging both tiers.
-func (db *DB) finishMoves(src, dst Tier, keys [][]byte) error {
+// them from src, clear the marks. known holds rows already known to be what src stores
+// (captured by a read with no write since), which are not read again. The caller holds
+// moveMu and db.mu shared. On error the marks stay, so reads keep merging both tiers.
+func (db *DB) finishMoves(src, dst Tier, keys [][]byte, known map[string]row.Row) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -79,9 +112,12 @@ func (db *DB) finishMoves(src, dst Tier, keys [][]byte) error {
 	sizes := make(map[string]int64, len(keys))
 	var bytesMoved int64
 	for _, k := range keys {
-		r, ok, err := db.tiers[src].GetStored(k)
-		if err != nil {
-			return fmt.Errorf("tiered: move %q from the %s tier: %w", k, src, err)
+		r, ok := known[string(k)]
+		if !ok {
+			var err error
+			if r, ok, err = db.tiers[src].GetStored(k); err != nil {
+				return fmt.Errorf("tiered: move %q from the %s tier: %w", k, src, err)
+			}
 		}
 		if !ok {
 			continue

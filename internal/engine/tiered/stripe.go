@@ -3,6 +3,7 @@ package tiered
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // stripeCount is the number of locks the keys are hashed over. Moves hold one stripe
@@ -18,6 +19,11 @@ type stripe struct {
 	fast map[string]int64
 	// both holds the keys stored in both tiers, being moved to the tier given.
 	both map[string]Tier
+	// started and finished count the writes to the stripe's keys (and moves), begun and
+	// done: a read that saw them equal before and started unchanged after saw no write,
+	// and the row it read is still the stored one while started has not moved (see
+	// DB.Get's capture for promotion on read).
+	started, finished atomic.Uint64
 }
 
 // home returns key's home tier and whether the key is in both tiers. The caller holds mu.

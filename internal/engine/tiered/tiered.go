@@ -80,9 +80,11 @@ type DB struct {
 
 	stripes [stripeCount]stripe
 
-	// slowRead, if set, is called with the key of every Get served by the slow tier (see
-	// Migrator.Start); it must not block, nor keep the key.
-	slowRead atomic.Pointer[func(key []byte)]
+	// slowRead, if set, is called with every Get served by the slow tier: the key and,
+	// when no write raced the read, the stored row's encoding and the stripe's write count
+	// (see Migrator.Start and moveCaptured). It must not block, nor keep the key; the
+	// encoding is its own.
+	slowRead atomic.Pointer[func(key, stored []byte, token uint64)]
 
 	// counters, read by Stats and TierStats
 	fastKeys      atomic.Int64
@@ -247,10 +249,14 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	}
 	home, across := db.homeOf(batch)
 	if !across {
+		for _, i := range idx {
+			db.stripes[i].started.Add(1)
+		}
 		db.view.RLock()
 		err := db.tiers[home].Apply(batch)
 		db.view.RUnlock()
 		for _, i := range idx {
+			db.stripes[i].finished.Add(1)
 			db.stripes[i].mu.RUnlock()
 		}
 		return wrapErr("apply", err)
@@ -283,6 +289,8 @@ func (db *DB) applyAcross(batch []row.Mutation, idx []int) error {
 	defer db.moveMu.Unlock()
 	for _, i := range idx {
 		db.stripes[i].mu.Lock()
+		db.stripes[i].started.Add(1)
+		db.stripes[i].finished.Add(1)
 	}
 	var slow [][]byte
 	for i := range batch {
@@ -304,7 +312,7 @@ func (db *DB) applyAcross(batch []row.Mutation, idx []int) error {
 		// below has merged them home.
 		err = wrapErr("apply", err)
 	}
-	return errors.Join(err, db.finishMoves(Fast, Slow, slow))
+	return errors.Join(err, db.finishMoves(Fast, Slow, slow, nil))
 }
 
 // batchKeys yields the keys of a batch.
@@ -332,11 +340,11 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	if db.opts.Tracker != nil {
 		db.opts.Tracker.Record(key, time.UnixMicro(db.opts.Clock()))
 	}
+	if hook := db.slowRead.Load(); hook != nil && home == Slow && !inBoth {
+		return db.getCapturing(s, key, *hook)
+	}
 	if !inBoth {
 		r, found, err := db.tiers[home].Get(key)
-		if hook := db.slowRead.Load(); hook != nil && found && home == Slow {
-			(*hook)(key)
-		}
 		return r, found, wrapErr("get", err)
 	}
 	// The source first: what a move takes from it is in the destination before it goes.
@@ -349,6 +357,27 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 		return row.Row{}, false, err
 	}
 	return db.readView(row.Merge(src, dst))
+}
+
+// getCapturing reads a slow key as Get does and hands the stored row to hook, with the
+// stripe's write count, if no write to the stripe ran during the read: a promotion soon
+// after can then copy that row instead of reading the slow device again. The caller holds
+// s.mu shared.
+func (db *DB) getCapturing(s *stripe, key []byte, hook func(key, stored []byte, token uint64)) (row.Row, bool, error) {
+	token, quiet := s.started.Load(), s.finished.Load()
+	r, found, err := db.tiers[Slow].GetStored(key)
+	if err != nil {
+		return row.Row{}, false, wrapErr("get", err)
+	}
+	if !found {
+		return row.Row{}, false, nil
+	}
+	if token == quiet && s.started.Load() == token {
+		hook(key, row.Encode(&r), token)
+	} else {
+		hook(key, nil, 0)
+	}
+	return db.readView(r)
 }
 
 // getStored reads key's stored row from tier t; a missing row is the empty row.
