@@ -45,7 +45,8 @@ type Options struct {
 	// MemorySnapshotInterval is the memory engine's snapshot period; 0 only at close.
 	MemorySnapshotInterval time.Duration
 	// Tiers, if set, splits the lsm engine over a fast and a slow directory (package
-	// tiered). The caches are shared out between the tiers' stores (tierCacheShare).
+	// tiered). The caches and the memtable size are shared out between the tiers' stores
+	// (tierCacheShare).
 	Tiers *Tiers
 }
 
@@ -93,13 +94,13 @@ func Role(name string) engine.Role {
 }
 
 // lsmOptions are the lsm engine's settings from o, with eo as the shared ones and the
-// caches scaled by share (1 for a plain lsm engine).
+// caches and memtable scaled by share (1 for a plain lsm engine).
 func lsmOptions(o Options, eo engine.Options, share float64) lsm.Options {
 	return lsm.Options{
 		Options:           eo,
 		CacheSizeBytes:    scale(o.LSMCacheSizeBytes, share),
 		RowCacheBytes:     scale(o.LSMRowCacheBytes, share),
-		MemTableSizeBytes: uint64(o.LSMMemTableSizeBytes),
+		MemTableSizeBytes: uint64(scale(o.LSMMemTableSizeBytes, share)),
 		WALDir:            o.LSMWALDir,
 		SecondDir:         o.LSMSecondDir,
 		SecondDirPolicy:   o.LSMSecondDirPolicy,
@@ -116,8 +117,9 @@ func scale(size int64, share float64) int64 {
 	return max(1, int64(float64(size)*share))
 }
 
-// tierCacheShare is the share of the caches each tier's store gets: the slow tier most,
-// since a miss there costs a slow-device read and a miss on the fast tier a fast one.
+// tierCacheShare is the share of the caches and the memtable size each tier's store
+// gets, so that the two take the memory one store would: the slow tier most, since a
+// cache miss there costs a slow-device read, and a flush there is slower.
 var tierCacheShare = [2]float64{tiered.Slow: 0.75, tiered.Fast: 0.25}
 
 // openTiered opens the lsm engine split over o.Tiers' directories.
