@@ -58,8 +58,10 @@ type Migrator struct {
 	tracker *access.Tracker
 	cfg     MigratorConfig
 
-	mu   sync.Mutex // held by Step
-	last Decision
+	mu sync.Mutex // held by Step and promoteRead, which may take minutes on a busy device
+
+	lastMu sync.Mutex
+	last   Decision
 
 	started    atomic.Bool
 	sampled    sync.WaitGroup // sampleLoop
@@ -150,7 +152,9 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	d.Took = time.Since(start)
 	d.FastBytes = m.db.FastRowBytes()
 	m.full.Store(d.FastBytes+est > m.cfg.BudgetBytes)
+	m.lastMu.Lock()
 	m.last = d
+	m.lastMu.Unlock()
 	if len(moves) > 0 {
 		m.cfg.Logger.Info("tiered: moved rows", "promoted", d.Promoted, "demoted", d.Demoted,
 			"bytes", d.MovedBytes, "took", d.Took, "threshold", d.Threshold, "fast_bytes", d.FastBytes)
@@ -217,7 +221,13 @@ func threshold(p Policy, in Input, moves []Move) float64 {
 		}
 		on[mv.Key] = mv.To == Fast
 	}
-	if len(on) == 0 || p.BudgetBytes-used >= used/int64(len(on)) {
+	kept := 0
+	for _, ok := range on {
+		if ok {
+			kept++
+		}
+	}
+	if kept == 0 || p.BudgetBytes-used >= used/int64(kept) {
 		return 0
 	}
 	least := -1.0
@@ -231,8 +241,8 @@ func threshold(p Policy, in Input, moves []Move) float64 {
 
 // Last returns the latest decision.
 func (m *Migrator) Last() Decision {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lastMu.Lock()
+	defer m.lastMu.Unlock()
 	return m.last
 }
 
