@@ -166,6 +166,11 @@ type Stats struct {
 	// RowCacheHits and RowCacheMisses count the reads a row cache in front of the engine's
 	// store answered and did not; zero for engines without one.
 	RowCacheHits, RowCacheMisses int64
+	// BlockCacheHits and BlockCacheMisses count the lookups of the store's own block cache
+	// (lsm: pebble's); a miss reads the file, from the page cache or the device.
+	BlockCacheHits, BlockCacheMisses int64
+	// CompactionReadBytes is what the store's compactions have read from its files.
+	CompactionReadBytes int64
 }
 
 // Durability says when an applied write is safe from a crash.

@@ -12,6 +12,8 @@ type engineCollector struct {
 	eng                          engine.Engine
 	diskBytes, memBytes, rowsEst *prometheus.Desc
 	cacheHits, cacheMisses       *prometheus.Desc
+	blockHits, blockMisses       *prometheus.Desc
+	compactionRead               *prometheus.Desc
 }
 
 func newEngineCollector(eng engine.Engine) *engineCollector {
@@ -24,6 +26,10 @@ func newEngineCollector(eng engine.Engine) *engineCollector {
 		cacheHits: prometheus.NewDesc("kura_engine_row_cache_hits_total", "Reads the engine's row cache answered (lsm).", nil, labels),
 		cacheMisses: prometheus.NewDesc("kura_engine_row_cache_misses_total",
 			"Reads the engine's row cache did not answer, so the store did (lsm).", nil, labels),
+		blockHits: prometheus.NewDesc("kura_engine_block_cache_hits_total", "Lookups the store's block cache answered (lsm).", nil, labels),
+		blockMisses: prometheus.NewDesc("kura_engine_block_cache_misses_total",
+			"Lookups the store's block cache did not answer: file reads, from the page cache or the device (lsm).", nil, labels),
+		compactionRead: prometheus.NewDesc("kura_engine_compaction_read_bytes_total", "Bytes the store's compactions read (lsm).", nil, labels),
 	}
 }
 
@@ -33,6 +39,9 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.rowsEst
 	ch <- c.cacheHits
 	ch <- c.cacheMisses
+	ch <- c.blockHits
+	ch <- c.blockMisses
+	ch <- c.compactionRead
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -42,6 +51,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.rowsEst, prometheus.GaugeValue, float64(s.RowsEstimate))
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(s.RowCacheHits))
 	ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(s.RowCacheMisses))
+	ch <- prometheus.MustNewConstMetric(c.blockHits, prometheus.CounterValue, float64(s.BlockCacheHits))
+	ch <- prometheus.MustNewConstMetric(c.blockMisses, prometheus.CounterValue, float64(s.BlockCacheMisses))
+	ch <- prometheus.MustNewConstMetric(c.compactionRead, prometheus.CounterValue, float64(s.CompactionReadBytes))
 }
 
 // newRegistry returns a registry with the Go runtime and process collectors, the ones every

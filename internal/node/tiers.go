@@ -41,6 +41,11 @@ type TierStatus struct {
 	Reads        int64  `json:"reads"`
 	MovedIn      int64  `json:"moved_in"`
 	MovedInBytes int64  `json:"moved_in_bytes"`
+	// BlockCacheHits and BlockCacheMisses are the tier store's block cache lookups, and
+	// CompactionReadBytes what its compactions read: where the tier's device reads go.
+	BlockCacheHits      int64 `json:"block_cache_hits"`
+	BlockCacheMisses    int64 `json:"block_cache_misses"`
+	CompactionReadBytes int64 `json:"compaction_read_bytes"`
 }
 
 // tiersStatus gathers TiersStatus; nil when the engine is not tiered.
@@ -61,7 +66,8 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 	for _, t := range []tiered.Tier{tiered.Fast, tiered.Slow} {
 		s := ts[t]
 		st.Tiers = append(st.Tiers, TierStatus{Tier: t.String(), Keys: s.Keys, DiskBytes: s.DiskBytes, Reads: s.Reads,
-			MovedIn: s.MovedIn, MovedInBytes: s.MovedInBytes})
+			MovedIn: s.MovedIn, MovedInBytes: s.MovedInBytes, BlockCacheHits: s.BlockCacheHits,
+			BlockCacheMisses: s.BlockCacheMisses, CompactionReadBytes: s.CompactionReadBytes})
 	}
 	return st
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A node started with --fast-dir moves the keys clients read to the fast directory at
-// the end of a window, serves them from there, reports it on /tiers and /metrics, and
-// keeps them across a restart.
+// A node started with --fast-dir moves the keys clients read to the fast directory (at
+// once while its budget has room), serves them from there, reports it on /tiers and
+// /metrics, and keeps them across a restart.
 func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 	cfg := testConfig(t, "lsm")
 	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
@@ -63,7 +63,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 		t.Errorf("/tiers: %+v", st)
 	}
 	_, metrics := get(t, "http://"+n.AdminAddr()+"/metrics")
-	for _, want := range []string{`kura_tier_keys{tier="fast"} 3`, `kura_tier_fast_budget_bytes 1.048576e+06`, `kura_tier_reads_total{tier="fast"}`} {
+	for _, want := range []string{`kura_tier_keys{tier="fast"} 3`, `kura_tier_fast_budget_bytes 1.048576e+06`, `kura_tier_reads_total{tier="fast"}`, "kura_engine_block_cache_misses_total", "kura_engine_compaction_read_bytes_total"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -73,6 +73,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 			t.Errorf("GET k%02d = %q", i, got)
 		}
 	}
+	fastKeys := n.tiersStatus(time.Now()).Tiers[0].Keys // the reads just now may promote more
 	if err := n.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +94,8 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 	if got := c2.Get(ctx, "k02").Val(); got != "v2" {
 		t.Errorf("after restart GET k02 = %q", got)
 	}
-	if st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != 3 || st.Tiers[0].Reads != 1 {
-		t.Errorf("after restart the fast tier holds %d keys and served %d reads, want 3 and 1", st.Tiers[0].Keys, st.Tiers[0].Reads)
+	if st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != fastKeys || st.Tiers[0].Reads != 1 {
+		t.Errorf("after restart the fast tier holds %d keys and served %d reads, want %d and 1", st.Tiers[0].Keys, st.Tiers[0].Reads, fastKeys)
 	}
 }
 

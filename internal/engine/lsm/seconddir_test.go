@@ -157,3 +157,29 @@ func TestSecondDirNeedsAPolicy(t *testing.T) {
 		t.Error("an unknown policy parsed")
 	}
 }
+
+// Stats count the block cache's lookups and the compactions' reads, which tell where a
+// store's device reads go.
+func TestStatsCountBlockCacheAndCompactionReads(t *testing.T) {
+	db, err := lsm.Open(t.TempDir(), lsm.Options{RowCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillAndCompact(t, db, 800)
+	before := db.Stats()
+	if _, _, err := db.Get([]byte("k000001")); err != nil {
+		t.Fatal(err)
+	}
+	after := db.Stats()
+	if after.BlockCacheHits+after.BlockCacheMisses <= before.BlockCacheHits+before.BlockCacheMisses {
+		t.Errorf("a read of a flushed key did not look up the block cache: %+v then %+v", before, after)
+	}
+	fillAndCompact(t, db, 800) // the same keys again: compacting must merge, not just move files
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Stats().CompactionReadBytes; got <= 0 {
+		t.Errorf("compaction read %d bytes", got)
+	}
+}

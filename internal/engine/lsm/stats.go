@@ -6,7 +6,8 @@ import "github.com/kuradb/kura/internal/engine"
 const fallbackEntryBytes = 128
 
 // Stats returns pebble's disk usage, the memory of its memtables and block cache in use,
-// and an estimate of the number of rows. The row count is an estimate in two ways: a key
+// its block cache's hits and misses, the bytes its compactions read, and an estimate of
+// the number of rows. The row count is an estimate in two ways: a key
 // counts once per merge operand until compactions merge its operands (so it overcounts
 // rows written many times), and it is derived from table statistics pebble loads in the
 // background and from the WAL's size. Stats does no I/O. A closed DB reports zeros.
@@ -21,12 +22,19 @@ func (db *DB) Stats() engine.Stats {
 		_, rowCacheBytes = db.rows.size()
 		hits, misses = db.rows.hits.Load(), db.rows.misses.Load()
 	}
+	var compactionRead int64
+	for i := range m.Levels {
+		compactionRead += int64(m.Levels[i].TableBytesRead)
+	}
 	return engine.Stats{
-		RowCacheHits:   hits,
-		RowCacheMisses: misses,
-		DiskBytes:      int64(m.DiskSpaceUsage()),
-		MemoryBytes:    int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
-		RowsEstimate:   db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
+		RowCacheHits:        hits,
+		RowCacheMisses:      misses,
+		BlockCacheHits:      m.BlockCache.Hits,
+		BlockCacheMisses:    m.BlockCache.Misses,
+		CompactionReadBytes: compactionRead,
+		DiskBytes:           int64(m.DiskSpaceUsage()),
+		MemoryBytes:         int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
+		RowsEstimate:        db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
 	}
 }
 

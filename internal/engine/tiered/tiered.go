@@ -421,6 +421,9 @@ func (db *DB) Stats() engine.Stats {
 		st.RowsEstimate += t.RowsEstimate
 		st.RowCacheHits += t.RowCacheHits
 		st.RowCacheMisses += t.RowCacheMisses
+		st.BlockCacheHits += t.BlockCacheHits
+		st.BlockCacheMisses += t.BlockCacheMisses
+		st.CompactionReadBytes += t.CompactionReadBytes
 	}
 	return st
 }
