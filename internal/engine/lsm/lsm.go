@@ -147,7 +147,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.RowCacheBytes > 0 {
 		db.rows = newRowCache(opts.RowCacheBytes)
 	}
-	cache := pebble.NewCache(opts.CacheSizeBytes)
+	cache := pebble.NewCache(opts.CacheSizeBytes + memtableReserve(opts))
 	defer cache.Unref() // pebble holds its own reference while open
 	po := db.pebbleOptions(cache)
 	if (opts.SecondDir == "") != (opts.SecondDirPolicy == "") {
@@ -182,6 +182,14 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	return db, nil
 }
+
+// memtableReserve is what pebble's block cache is grown by so that CacheSizeBytes is
+// left for blocks: pebble reserves every memtable's size in the block cache (to bound the
+// two together), and up to two memtables are in memory (the mutable one and one being
+// flushed; pebble's MemTableStopWritesThreshold). Without it a 64 MiB cache next to 32 MiB
+// memtables cached no block at all under writes: every read went to the page cache or
+// the device (measured in docs/benchmarks.md, "Tiered storage").
+func memtableReserve(opts Options) int64 { return 2 * int64(opts.MemTableSizeBytes) }
 
 // bloomBitsPerKey sizes the bloom filter of every sstable: 10 bits per key gives about 1%
 // false positives (RocksDB's and Cassandra's usual setting). Without filters a point read

@@ -183,3 +183,32 @@ func TestStatsCountBlockCacheAndCompactionReads(t *testing.T) {
 		t.Errorf("compaction read %d bytes", got)
 	}
 }
+
+// CacheSizeBytes is left for blocks: pebble reserves the memtables' size in its block
+// cache, and a cache smaller than them used to cache nothing while writes filled them.
+func TestBlockCacheKeepsItsSizeNextToFullMemtables(t *testing.T) {
+	db, err := lsm.Open(t.TempDir(), lsm.Options{RowCacheBytes: -1, CacheSizeBytes: 1 << 20, MemTableSizeBytes: 4 << 20,
+		Options: engine.Options{Durability: engine.Periodic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillAndCompact(t, db, 800) // flushed: reads go through the block cache
+	big := make([]byte, 1000)
+	for i := range 3000 { // about 3 MB: the memtable grows toward its 4 MiB
+		k := fmt.Appendf(nil, "w%06d", i)
+		m := row.Mutation{Key: k, Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: big, Timestamp: 1}}}}
+		if err := db.Apply([]row.Mutation{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.Stats().BlockCacheHits
+	for range 3 {
+		if _, _, err := db.Get([]byte("k000001")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits := db.Stats().BlockCacheHits - before; hits == 0 {
+		t.Error("three reads of one flushed key hit the block cache never: the memtable took it all")
+	}
+}
