@@ -149,9 +149,13 @@ func printTiers(w io.Writer, all []node.TiersStatus) {
 	tw.Flush()
 	for _, ts := range all {
 		d := ts.LastDecision
-		fmt.Fprintf(w, "%s: fast budget %s, %s of rows on it; reads from the fast tier %s since start, %s over the last %s; moving %s/s; threshold score %.2f (reads per %s, aged; K=%d); %d keys moving\n",
+		counted := "reads"
+		if ts.CountWrites {
+			counted = "reads and writes"
+		}
+		fmt.Fprintf(w, "%s: fast budget %s, %s of rows on it; reads from the fast tier %s since start, %s over the last %s; moving %s/s; threshold score %.2f (%s per %s, aged; K=%d); %d keys moving\n",
 			ts.Host, humanBytes(ts.BudgetBytes), humanBytes(ts.FastRowBytes), share(ts.SinceStart), share(ts.LastMinute),
-			ts.LastMinute.Over.Round(time.Second), humanBytes(int64(ts.LastMinute.MovedBytesPerSecond)), d.Threshold, ts.Window, ts.MinReads, ts.InBoth)
+			ts.LastMinute.Over.Round(time.Second), humanBytes(int64(ts.LastMinute.MovedBytesPerSecond)), d.Threshold, counted, ts.Window, ts.MinReads, ts.InBoth)
 	}
 }
 

@@ -53,6 +53,7 @@ type Config struct {
 	FastBudgetBytes        int64         `yaml:"fast_budget_bytes"`
 	TierWindow             time.Duration `yaml:"tier_window"`
 	TierMinReads           int           `yaml:"tier_min_reads"`
+	TierCountWrites        bool          `yaml:"tier_count_writes"`
 	TierMoveBytesPerSecond int64         `yaml:"tier_move_bytes_per_second"`
 
 	MemorySnapshot         bool          `yaml:"memory_snapshot"`
@@ -168,6 +169,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.FastBudgetBytes, "fast-budget-bytes", c.FastBudgetBytes, "tiered storage: row data the fast directory may hold; leave room for the store's own overhead (about a quarter more)")
 	fs.DurationVar(&c.TierWindow, "tier-window", c.TierWindow, "tiered storage: the window W over which reads are counted; placement is decided at the end of each")
 	fs.IntVar(&c.TierMinReads, "tier-min-reads", c.TierMinReads, "tiered storage: K, the reads in the last window that make a row hot; hot rows go to the fast directory while its budget allows, hottest first, and rows read fewer times leave it")
+	fs.BoolVar(&c.TierCountWrites, "tier-count-writes", c.TierCountWrites, "tiered storage: count writes as accesses too, as the paper does (Cassandra's toppartitions samples both): --tier-min-reads then counts reads and writes, rows written often go to the fast directory as well, and under a mixed workload hot rows are found twice as fast; off, rows written and never read stay on the slow device")
 	fs.Int64Var(&c.TierMoveBytesPerSecond, "tier-move-bytes-per-second", c.TierMoveBytesPerSecond, "tiered storage: most row bytes per second moved between the directories")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
@@ -340,8 +342,8 @@ func (c *Config) Tiered() bool { return c.FastDir != "" }
 // validateTiers checks the tiered-storage options.
 func (c *Config) validateTiers() error {
 	if !c.Tiered() {
-		if c.SlowDir != "" || c.FastBudgetBytes != 0 {
-			return fmt.Errorf("%w: slow_dir and fast_budget_bytes need fast_dir", ErrInvalid)
+		if c.SlowDir != "" || c.FastBudgetBytes != 0 || c.TierCountWrites {
+			return fmt.Errorf("%w: slow_dir, fast_budget_bytes and tier_count_writes need fast_dir", ErrInvalid)
 		}
 		return nil
 	}

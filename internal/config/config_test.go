@@ -77,8 +77,11 @@ func TestValidateAcceptsTieredStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Tiered() || c.TierWindow != 10*time.Second || c.TierMinReads != 1 {
-		t.Errorf("tiered %v, window %v, K %d: want tiered, the paper's 10s and 1", c.Tiered(), c.TierWindow, c.TierMinReads)
+	if !c.Tiered() || c.TierWindow != 10*time.Second || c.TierMinReads != 1 || c.TierCountWrites {
+		t.Errorf("tiered %v, window %v, K %d, count writes %v: want tiered, the paper's 10s and 1, reads only", c.Tiered(), c.TierWindow, c.TierMinReads, c.TierCountWrites)
+	}
+	if c, err = parse(t, "tier_count_writes: true\n", "--fast-dir", "/ssd", "--fast-budget-bytes", "1000"); err != nil || !c.TierCountWrites {
+		t.Errorf("tier_count_writes in the file: %v, count writes %v", err, c.TierCountWrites)
 	}
 }
 
@@ -91,7 +94,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--engine", "btree"},
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--lsm-wal-dir", "/wal"},
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-min-reads", "0"},
-		{"--slow-dir", "/hdd"}, // without a fast one
+		{"--slow-dir", "/hdd"}, {"--tier-count-writes"}, // without a fast one
 		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},
 	}

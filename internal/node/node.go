@@ -86,7 +86,8 @@ func (n *Node) start() (err error) {
 	eo.Logger = log
 	if cfg.Tiered() {
 		eo.Tiers = &catalog.Tiers{FastDir: cfg.FastDir, SlowDir: cfg.SlowDir,
-			Tracker: access.New(access.Config{Window: cfg.TierWindow, MinCount: cfg.TierMinReads})}
+			Tracker:     access.New(access.Config{Window: cfg.TierWindow, MinCount: cfg.TierMinReads}),
+			CountWrites: cfg.TierCountWrites}
 	}
 	if n.eng, err = catalog.Open(cfg.Engine, n.dir.engineDir(cfg.Engine), eo); err != nil {
 		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)

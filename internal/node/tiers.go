@@ -19,6 +19,8 @@ type TiersStatus struct {
 	BudgetBytes int64         `json:"budget_bytes"`
 	Window      time.Duration `json:"window"`
 	MinReads    int           `json:"min_reads"`
+	// CountWrites reports whether writes count as accesses, like reads.
+	CountWrites bool `json:"count_writes"`
 	// Tiers are each tier's figures, fast first.
 	Tiers []TierStatus `json:"tiers"`
 	// FastRowBytes is the row data on the fast tier, as measured when the rows moved.
@@ -56,6 +58,7 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 	}
 	st := &TiersStatus{Node: n.dir.id, Host: n.host, FastDir: n.cfg.FastDir, SlowDir: n.cfg.SlowDir,
 		BudgetBytes: n.cfg.FastBudgetBytes, Window: n.cfg.TierWindow, MinReads: n.cfg.TierMinReads,
+		CountWrites:  n.cfg.TierCountWrites,
 		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(),
 		SinceStart: n.migrator.SinceOpen(n.started, now), LastMinute: n.migrator.Recent(time.Minute, now),
 		LastDecision: n.migrator.Last()}

@@ -138,3 +138,33 @@ func TestPlainLSMDataDirBecomesTheSlowTier(t *testing.T) {
 		t.Errorf("/tiers = %d", code)
 	}
 }
+
+// With --tier-count-writes, rows clients only write move to the fast directory too.
+func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
+	cfg.FastBudgetBytes = 1 << 20
+	cfg.TierCountWrites = true
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	for i := range 5 {
+		if err := c.Set(context.Background(), fmt.Sprintf("w%d", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for n.tiersStatus(time.Now()).Tiers[0].Keys != 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("written rows never reached the fast tier: %+v", n.tiersStatus(time.Now()).Tiers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := n.tiersStatus(time.Now()); !st.CountWrites || st.SinceStart.Reads != 0 {
+		t.Errorf("/tiers: count writes %v, %d reads: want true and none", st.CountWrites, st.SinceStart.Reads)
+	}
+}

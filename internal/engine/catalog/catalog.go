@@ -58,6 +58,8 @@ type Tiers struct {
 	SlowDir string
 	// Tracker counts reads for the migrator; nil counts nothing.
 	Tracker *access.Tracker
+	// CountWrites counts writes in Tracker too (tiered.Options.CountWrites).
+	CountWrites bool
 }
 
 // Open opens the engine called name with its files in dir.
@@ -132,8 +134,9 @@ func openTiered(dir string, o Options) (engine.Engine, error) {
 		slow = dir
 	}
 	return tiered.Open(o.Tiers.FastDir, slow, tiered.Options{
-		Options: o.Options,
-		Tracker: o.Tiers.Tracker,
+		Options:     o.Options,
+		Tracker:     o.Tiers.Tracker,
+		CountWrites: o.Tiers.CountWrites,
 		OpenTier: func(d string, t tiered.Tier, eo engine.Options) (engine.Tierable, error) {
 			return lsm.Open(d, lsmOptions(o, eo, tierCacheShare[t]))
 		},

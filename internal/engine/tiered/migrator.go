@@ -72,7 +72,7 @@ type Migrator struct {
 	samples   []sample // counters over the last minutes, oldest first, for Recent
 
 	// Promotion on read (see promoteRead): keys read from the slow tier since the last
-	// drain, while the budget has room.
+	// drain, and written there when the engine counts writes, while the budget has room.
 	readMu   sync.Mutex
 	read     map[string]Captured
 	full     atomic.Bool // the budget had no room at the last look
@@ -251,7 +251,9 @@ func (m *Migrator) Last() Decision {
 // slow tier as they are read (every readDrainEvery), rather than at the window's end:
 // they are hot by the paper's rule (K=1), and the fast tier fills as fast as clients name
 // rows. Such a promotion copies the row the client's read saw, unless a write to its
-// stripe came since, so it reads nothing from the slow device.
+// stripe came since, so it reads nothing from the slow device. When the engine counts
+// writes (Options.CountWrites), rows written on the slow tier are promoted the same way,
+// read from the slow tier as they move.
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
@@ -259,6 +261,8 @@ func (m *Migrator) Start() {
 		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.cfg.BudgetBytes)
 		hook := m.noteRead
 		m.db.slowRead.Store(&hook)
+		written := m.noteWrite
+		m.db.slowWrite.Store(&written)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
 		go m.sampleLoop(max(w/10, 10*time.Millisecond))
 	}
@@ -293,6 +297,21 @@ func (m *Migrator) noteRead(key, stored []byte, token uint64) {
 	m.readMu.Unlock()
 }
 
+// noteWrite queues a key just written on the slow tier (Options.CountWrites), unless the
+// budget is full. Nothing was captured: its promotion reads the row from the slow tier,
+// where the newest part of it is still in the memtable or the page cache. A key a read
+// has queued keeps what the read captured; the write makes it stale, which the move sees.
+func (m *Migrator) noteWrite(key []byte) {
+	if m.full.Load() {
+		return
+	}
+	m.readMu.Lock()
+	if _, ok := m.read[string(key)]; !ok && len(m.read) < readQueueMax {
+		m.read[string(key)] = Captured{}
+	}
+	m.readMu.Unlock()
+}
+
 // loop steps whenever the window differs from lastWindow, the one Start began in, and
 // promotes the rows read from the slow tier in between.
 func (m *Migrator) loop(w time.Duration, lastWindow int64) {
@@ -322,8 +341,8 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 	}
 }
 
-// promoteRead moves the queued keys that are hot (read at least K times in this window
-// or the last) to the fast tier while the budget has room, at most the byte rate's share
+// promoteRead moves the queued keys that are hot (accessed at least K times in this
+// window or the last) to the fast tier while the budget has room, at most the byte rate's share
 // of readDrainEvery.
 func (m *Migrator) promoteRead(now time.Time) error {
 	m.readMu.Lock()
@@ -360,7 +379,8 @@ func (m *Migrator) promoteRead(now time.Time) error {
 	return nil
 }
 
-// PromotedOnRead is the number of rows promoted as they were read (see Start).
+// PromotedOnRead is the number of rows promoted as they were read, or written when the
+// engine counts writes (see Start).
 func (m *Migrator) PromotedOnRead() int64 { return m.promoted.Load() }
 
 // Stop ends the loop started by Start, cutting a pause between moves short, and waits
@@ -371,6 +391,7 @@ func (m *Migrator) Stop() {
 		<-m.done
 		m.sampled.Wait()
 		m.db.slowRead.Store(nil)
+		m.db.slowWrite.Store(nil)
 	}
 }
 

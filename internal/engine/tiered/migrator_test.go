@@ -186,3 +186,62 @@ func TestMigratorPromotesOnReadWhileTheBudgetHasRoom(t *testing.T) {
 		t.Errorf("b on the %s tier, %d promoted on read: want slow and 1", fx.db.HomeOf([]byte("b")), m.PromotedOnRead())
 	}
 }
+
+// With CountWrites, a row written often is hot like one read often: the window's decision
+// promotes it, and while the budget has room it moves as it is written, keeping every
+// cell. Without, writes leave rows where they are.
+func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
+	for _, counting := range []bool{false, true} {
+		t.Run(fmt.Sprintf("count writes %v", counting), func(t *testing.T) {
+			tr := access.New(access.Config{Window: 10 * time.Second})
+			fx := newFixtureCounting(t, tr, counting)
+			fx.apply("sizer", cell("v", "0123456789", 1))
+			if err := fx.move(tiered.Fast, "sizer"); err != nil {
+				t.Fatal(err)
+			}
+			rowBytes := fx.db.TierStats()[tiered.Fast].MovedInBytes
+			m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 4 * rowBytes,
+				Now: func() time.Time { return time.UnixMicro(fx.clk.Now()) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				fx.apply("hot", cell("v", "0123456789", int64(2+i)))
+			}
+			fx.apply("cold", cell("v", "0123456789", 2))
+			fx.clk.Advance(10 * time.Second)
+			if _, err := m.Step(time.UnixMicro(fx.clk.Now())); err != nil {
+				t.Fatal(err)
+			}
+			wantHot := tiered.Slow
+			if counting {
+				wantHot = tiered.Fast
+			}
+			if got := fx.db.HomeOf([]byte("hot")); got != wantHot {
+				t.Errorf("after a window with three writes and no read, hot is on the %s tier, want %s", got, wantHot)
+			}
+
+			// Promotion as rows are written, while the budget has room.
+			fx.apply("fresh", cell("a", "1", 2))
+			m.Start()
+			defer m.Stop()
+			fx.apply("fresh", cell("b", "2", 3))
+			deadline := time.Now().Add(10 * time.Second)
+			for counting && fx.db.HomeOf([]byte("fresh")) != tiered.Fast {
+				if time.Now().After(deadline) {
+					t.Fatal("a row written on the slow tier was not promoted while the budget had room")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !counting {
+				time.Sleep(300 * time.Millisecond)
+				if got := fx.db.HomeOf([]byte("fresh")); got != tiered.Slow {
+					t.Errorf("without CountWrites a written row moved to the %s tier", got)
+				}
+			}
+			if r, _ := mustGet(t, fx.db, "fresh"); len(r.Cells) != 2 {
+				t.Errorf("fresh after its promotion: %+v, want both cells", r)
+			}
+		})
+	}
+}

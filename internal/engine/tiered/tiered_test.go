@@ -50,13 +50,21 @@ type fixture struct {
 	db      *tiered.DB
 	tiers   [2]*hookedTier
 	tracker *access.Tracker
+	// countWrites is tiered.Options.CountWrites.
+	countWrites bool
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
 
 // newFixtureWith opens a fixture whose engine counts its reads in tr (nil: none).
 func newFixtureWith(t *testing.T, tr *access.Tracker) *fixture {
-	fx := &fixture{t: t, dir: t.TempDir(), clk: enginetest.NewManualClock(enginetest.StartMicros), tracker: tr}
+	return newFixtureCounting(t, tr, false)
+}
+
+// newFixtureCounting opens a fixture whose engine counts its reads, and its writes if
+// countWrites, in tr.
+func newFixtureCounting(t *testing.T, tr *access.Tracker, countWrites bool) *fixture {
+	fx := &fixture{t: t, dir: t.TempDir(), clk: enginetest.NewManualClock(enginetest.StartMicros), tracker: tr, countWrites: countWrites}
 	fx.open()
 	t.Cleanup(func() { fx.db.Close() })
 	return fx
@@ -64,7 +72,7 @@ func newFixtureWith(t *testing.T, tr *access.Tracker) *fixture {
 
 func (fx *fixture) open() {
 	fx.t.Helper()
-	opts := tiered.Options{Options: engine.Options{Clock: fx.clk.Now}, Tracker: fx.tracker}
+	opts := tiered.Options{Options: engine.Options{Clock: fx.clk.Now}, Tracker: fx.tracker, CountWrites: fx.countWrites}
 	opts.OpenTier = func(dir string, t tiered.Tier, o engine.Options) (engine.Tierable, error) {
 		s, err := lsm.Open(dir, lsm.Options{Options: o})
 		if err != nil {
