@@ -120,6 +120,10 @@ func (s *shard) roll(now time.Time, w time.Duration) {
 	if n <= s.window {
 		return // the same window (or a clock step back: keep counting in the current one)
 	}
+	if s.window == 0 { // the first read: nothing counted yet, nothing to age
+		s.window = n
+		return
+	}
 	s.history.fold(s.cur, s.historyWindows, min(n-s.window-1, 64))
 	s.cur, s.last = s.last, s.cur
 	s.cur.reset()
