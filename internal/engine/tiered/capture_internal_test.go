@@ -4,7 +4,9 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/row"
@@ -104,5 +106,91 @@ func TestPromotionAfterAWriteReadsTheSlowTier(t *testing.T) {
 	}
 	if r, found, _ := slow.Tierable.GetStored([]byte("k")); found {
 		t.Errorf("the slow tier still holds k: %v", r)
+	}
+}
+
+// Moving other keys of a stripe does not spoil a capture: only writes do. (Moves used to
+// count as writes, and promotions, which mark thousands of keys a second, read most
+// captured rows from the slow device again.)
+func TestCaptureSurvivesMovesOfItsStripe(t *testing.T) {
+	db, slow, captured := openCapturing(t)
+	var same []string // keys of one stripe
+	for i := 0; len(same) < 3; i++ {
+		k := "k" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+		if stripeOf([]byte(k)) == stripeOf([]byte("kaaa")) {
+			same = append(same, k)
+		}
+	}
+	for _, k := range same {
+		put(t, db, k, "a", 1)
+	}
+	for _, k := range same {
+		cellsOf(t, db, k)
+	}
+	// The first key moves to the fast tier and back, the second to the fast tier, in
+	// separate moves; the third is then promoted from its capture.
+	if err := db.Move([][]byte{[]byte(same[0])}, Fast); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Move([][]byte{[]byte(same[0])}, Slow); err != nil {
+		t.Fatal(err)
+	}
+	slow.fail = true
+	if err := db.moveCaptured([][]byte{[]byte(same[1])}, captured); err != nil {
+		t.Fatalf("a promotion after moves of other keys in its stripe read the slow tier: %v", err)
+	}
+	if err := db.moveCaptured([][]byte{[]byte(same[2])}, captured); err != nil {
+		t.Fatalf("the second promotion of a stripe read the slow tier: %v", err)
+	}
+	slow.fail = false
+	for _, k := range same {
+		if cellsOf(t, db, k) != 1 {
+			t.Errorf("%s lost its cell", k)
+		}
+	}
+	// A write to one key of the stripe still spoils the others' captures: the stripe is
+	// all a capture checks.
+	cellsOf(t, db, same[0])
+	put(t, db, same[1], "b", 2)
+	slow.fail = true
+	if err := db.moveCaptured([][]byte{[]byte(same[0])}, captured); !errors.Is(err, errStoredRead) {
+		t.Errorf("a promotion after a write to its stripe: %v, want it to read the slow tier", err)
+	}
+	slow.fail = false
+}
+
+// A window's decision leaves the rows waiting for promotion on read to it: they move
+// from their captures moments later, where the decision would read each from the slow
+// device, one after another, holding up every promotion behind it.
+func TestDecisionLeavesQueuedRowsToPromotionOnRead(t *testing.T) {
+	db, slow, captured := openCapturing(t)
+	now := time.Unix(1000, 0)
+	put(t, db, "q", "a", 1)
+	put(t, db, "s", "a", 1)
+	tr := access.New(access.Config{Window: 10 * time.Second})
+	for _, k := range []string{"q", "s"} {
+		cellsOf(t, db, k) // captures; the tracker below counts on the test's clock
+		tr.Record([]byte(k), now)
+	}
+	db.opts.Tracker = tr
+	m, err := NewMigrator(db, MigratorConfig{BudgetBytes: 1 << 20, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.read["q"] = captured["q"] // queued by a read; "s" was dropped (a full queue)
+	now = now.Add(10 * time.Second)
+	if _, err := m.Step(now); err != nil {
+		t.Fatal(err)
+	}
+	if db.HomeOf([]byte("s")) != Fast || db.HomeOf([]byte("q")) != Slow {
+		t.Fatalf("after the decision s is on the %s tier and q on the %s, want fast and slow (queued)", db.HomeOf([]byte("s")), db.HomeOf([]byte("q")))
+	}
+	slow.fail = true
+	if err := m.promoteRead(now); err != nil {
+		t.Fatalf("promotion on read of q: %v", err)
+	}
+	slow.fail = false
+	if db.HomeOf([]byte("q")) != Fast {
+		t.Errorf("q on the %s tier after promotion on read", db.HomeOf([]byte("q")))
 	}
 }

@@ -135,7 +135,16 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	for _, c := range in.Fast {
 		size[c.Key] = c.Bytes
 	}
+	m.readMu.Lock()
+	queued := make(map[string]bool, len(m.read))
+	for k := range m.read {
+		queued[k] = true
+	}
+	m.readMu.Unlock()
 	for _, k := range m.tracker.Top(now) {
+		if queued[k.Key] {
+			continue // promoted on read within moments, without reading the slow tier
+		}
 		b, ok := size[k.Key]
 		if !ok {
 			b = est

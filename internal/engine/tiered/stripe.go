@@ -19,8 +19,8 @@ type stripe struct {
 	fast map[string]int64
 	// both holds the keys stored in both tiers, being moved to the tier given.
 	both map[string]Tier
-	// started and finished count the writes to the stripe's keys (and moves), begun and
-	// done: a read that saw them equal before and started unchanged after saw no write,
+	// started and finished count the writes to the stripe's keys, begun and done (moves
+	// do not count, see DB.mark): a read that saw them equal before and started unchanged after saw no write,
 	// and the row it read is still the stored one while started has not moved (see
 	// DB.Get's capture for promotion on read).
 	started, finished atomic.Uint64
