@@ -10,6 +10,7 @@
 #   lower-levels  pebble's own placement: L5 and L6 on the HDD, the rest and the log on the
 #                 SSD (--lsm-second-dir-policy lower-levels)
 #   tiered        kura's tiered storage: --fast-dir on the SSD with --fast-budget-bytes
+#   tiered-writes the same, counting writes as accesses too (--tier-count-writes)
 #   fast          everything on a second, larger SSD (the upper bound)
 #
 # Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G
@@ -26,7 +27,9 @@
 # and dropping the page cache), CACHE (64 MiB of lsm block cache; the row cache is off,
 # so that memory holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
-# node's /metrics and, for the tiered node, /tiers. It ends with `kura bench oracle`'s
+# node's /metrics and, for the tiered nodes, /tiers; every minute of the run it also
+# records both disks' read counters (devices.txt) and, for the tiered nodes, the fast
+# tier's rows and share of reads (tiers.txt). It ends with `kura bench oracle`'s
 # share for the budget and `kura bench report` per zipfian constant (ratios to free-space
 # when it ran).
 set -euo pipefail
@@ -83,6 +86,7 @@ config_flags() {
   free-space) printf '%s\n' "--data-dir=$HDD/data" "--lsm-second-dir=$SSD/second" "--lsm-second-dir-policy=free-space" ;;
   lower-levels) printf '%s\n' "--data-dir=$SSD/data" "--lsm-second-dir=$HDD/second" "--lsm-second-dir-policy=lower-levels" ;;
   tiered) printf '%s\n' "--data-dir=$HDD/data" "--fast-dir=$SSD/fast" "--fast-budget-bytes=$BUDGET" ;;
+  tiered-writes) config_flags tiered; echo "--tier-count-writes" ;;
   *) echo "unknown configuration $1" >&2; return 1 ;;
   esac
 }
@@ -94,6 +98,24 @@ disk_stats() {
   for d in hdd ssd ssd2; do
     dev=$(basename "$(findmnt -n -o SOURCE --mountpoint "/mnt/kura-$d")")
     awk -v l="$1" -v d="$d" '{print l, d, "reads", $1, "read_sectors", $3, "writes", $5, "write_sectors", $7}' "/sys/block/$dev/stat"
+  done
+}
+
+# sample_minutes DIR: every 60 s until killed, one line per disk read counter to
+# DIR/devices.txt and, when the node is tiered, the fast tier's rows and shares of reads
+# (since start, last minute) to DIR/tiers.txt.
+sample_minutes() {
+  local start=$SECONDS d dev
+  while sleep 60; do
+    for d in hdd ssd; do
+      dev=$(basename "$(findmnt -n -o SOURCE --mountpoint "/mnt/kura-$d")")
+      awk -v s=$((SECONDS - start)) -v d="$d" '{print s, d, "reads", $1}' "/sys/block/$dev/stat" >>"$1/devices.txt"
+    done
+    curl -sf "http://127.0.0.1:$ADMIN/tiers" 2>/dev/null | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+print(sys.argv[1], "fast_rows", t["tiers"][0]["keys"], "share_since_start", round(t["since_start"]["FastShare"], 4),
+      "share_last_minute", round(t["last_minute"]["FastShare"], 4))' $((SECONDS - start)) >>"$1/tiers.txt" 2>/dev/null || true
   done
 }
 
@@ -123,11 +145,16 @@ for z in $ZIPFS; do
     echo 3 >/proc/sys/vm/drop_caches
     "$EMU" limit --memory "$RUN_MEMORY" "$WRAPPER_PID" || { echo "# $c: WARNING: could not set the memory limit" | tee -a "$OUT/conditions.txt"; }
     disk_stats "$c $z before" >>"$OUT/disks.txt"
+    mkdir -p "$OUT/$c-$z"
+    sample_minutes "$OUT/$c-$z" &
+    SAMPLER_PID=$!
     "$KURA" bench run -w write-heavy "${COMMON[@]}" -p zipfianconstant="$z" --threads "$THREADS" --duration "$RUN" --warmup "$WARMUP" --seed 42 \
       --label "$c-$z" --out "$OUT/$c-$z" | sed -n 1p
+    kill "$SAMPLER_PID" 2>/dev/null || true
+    wait "$SAMPLER_PID" 2>/dev/null || true
     disk_stats "$c $z after" >>"$OUT/disks.txt"
     curl -sf "http://127.0.0.1:$ADMIN/metrics" >"$OUT/$c-$z/metrics.txt" || true
-    [ "$c" = tiered ] && { curl -sf "http://127.0.0.1:$ADMIN/tiers" >"$OUT/$c-$z/tiers.json" || true; }
+    [[ "$c" == tiered* ]] && { curl -sf "http://127.0.0.1:$ADMIN/tiers" >"$OUT/$c-$z/tiers.json" || true; }
     du -sh "$HDD" "$SSD" "$SSD2" 2>/dev/null | sed "s|^|# $c $z du |" >>"$OUT/conditions.txt" || true
     stop_node
   done
