@@ -351,8 +351,8 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 }
 
 // promoteRead moves the queued keys that are hot (accessed at least K times in this
-// window or the last) to the fast tier while the budget has room, at most the byte rate's share
-// of readDrainEvery.
+// window or the last) to the fast tier while the budget has room, at most the byte
+// rate's share of readDrainEvery.
 func (m *Migrator) promoteRead(now time.Time) error {
 	m.readMu.Lock()
 	queued := m.read
