@@ -24,6 +24,9 @@ for flag in ${SERVER_FLAGS:-}; do DEV_FLAGS+=("--server-flag=$flag"); done
 WORK=$(mktemp -d /tmp/kura-cluster.XXXXXX)
 DEV_PID=""
 cleanup() {
+  # A client of ours still running (the script was interrupted) would go on running
+  # against the next cluster started on the same ports.
+  pkill -f "^$WORK/kura bench" 2>/dev/null || true
   if [ -n "$DEV_PID" ]; then kill -INT "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
   [ -n "${FAILED:-}" ] || rm -rf "$WORK"
 }

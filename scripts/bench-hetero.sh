@@ -92,6 +92,9 @@ stop_cluster() {
 }
 cleanup() {
   local rc=$?
+  # A client of ours still running (the script was interrupted) would go on loading or
+  # running against the next cluster started on the same ports.
+  pkill -f "^$WORK/kura bench" 2>/dev/null || true
   stop_cluster
   # A failed run keeps its data (a heterogeneous load on emulated HDDs takes most of an hour).
   if [ "$rc" -ne 0 ] || [ -n "${FAILED:-}" ]; then
