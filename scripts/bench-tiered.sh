@@ -72,6 +72,9 @@ stop_node() {
 }
 cleanup() {
   local rc=$?
+  # A client of ours still running (the script was interrupted) would go on loading or
+  # running against the next node started on the same port.
+  pkill -f "^$WORK/kura bench" 2>/dev/null || true
   stop_node
   if [ "$rc" -ne 0 ]; then echo "failed; the node's log is in $WORK" >&2; else rm -rf "$WORK"; fi
   remove_data
