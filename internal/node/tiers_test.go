@@ -51,7 +51,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &st); err != nil {
 			t.Fatal(err)
 		}
-		if st.Tiers[0].Keys == 3 {
+		if st.Tiers[0].Keys == 3 && st.InBoth == 0 { // moved, not just under way
 			break
 		}
 		if time.Now().After(deadline) {
@@ -77,7 +77,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 	// promoted on read, within the promotion queue's drain interval.
 	deadline = time.Now().Add(20 * time.Second)
 	var fastKeys int64
-	for fastKeys = n.tiersStatus(time.Now()).Tiers[0].Keys; fastKeys != 20; fastKeys = n.tiersStatus(time.Now()).Tiers[0].Keys {
+	for fastKeys = n.tiersStatus(time.Now()).Tiers[0].Keys; fastKeys != 20 || n.tiersStatus(time.Now()).InBoth != 0; fastKeys = n.tiersStatus(time.Now()).Tiers[0].Keys {
 		if time.Now().After(deadline) {
 			t.Fatalf("after reading all 20 keys the fast tier holds %d", fastKeys)
 		}
@@ -158,7 +158,7 @@ func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for n.tiersStatus(time.Now()).Tiers[0].Keys != 5 {
+	for st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != 5 || st.InBoth != 0; st = n.tiersStatus(time.Now()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("written rows never reached the fast tier: %+v", n.tiersStatus(time.Now()).Tiers)
 		}
