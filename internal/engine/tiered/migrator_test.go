@@ -161,15 +161,7 @@ func TestMigratorPromotesOnReadWhileTheBudgetHasRoom(t *testing.T) {
 	for _, k := range []string{"a", "b", "c"} {
 		fx.apply(k, cell("v", "0123456789", 1))
 	}
-	if err := fx.move(tiered.Fast, "c"); err != nil { // sizes a row for the migrator
-		t.Fatal(err)
-	}
-	rowBytes := fx.db.TierStats()[tiered.Fast].MovedInBytes
-	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 2 * rowBytes,
-		Now: func() time.Time { return time.UnixMicro(fx.clk.Now()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fx.sizedMigrator("c", 2)
 	m.Start()
 	defer m.Stop()
 	mustGet(t, fx.db, "a")
@@ -196,15 +188,7 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 			tr := access.New(access.Config{Window: 10 * time.Second})
 			fx := newFixtureCounting(t, tr, counting)
 			fx.apply("sizer", cell("v", "0123456789", 1))
-			if err := fx.move(tiered.Fast, "sizer"); err != nil {
-				t.Fatal(err)
-			}
-			rowBytes := fx.db.TierStats()[tiered.Fast].MovedInBytes
-			m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 4 * rowBytes,
-				Now: func() time.Time { return time.UnixMicro(fx.clk.Now()) }})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := fx.sizedMigrator("sizer", 4)
 			for i := range 3 {
 				fx.apply("hot", cell("v", "0123456789", int64(2+i)))
 			}
@@ -244,4 +228,21 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sizedMigrator moves sizer, a stored row, to the fast tier, so that the migrator knows a
+// row's size, and returns a migrator on the fixture's clock whose budget holds rows such
+// rows.
+func (fx *fixture) sizedMigrator(sizer string, rows int64) *tiered.Migrator {
+	fx.t.Helper()
+	if err := fx.move(tiered.Fast, sizer); err != nil {
+		fx.t.Fatal(err)
+	}
+	rowBytes := fx.db.TierStats()[tiered.Fast].MovedInBytes
+	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: rows * rowBytes,
+		Now: func() time.Time { return time.UnixMicro(fx.clk.Now()) }})
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return m
 }
