@@ -116,14 +116,24 @@ func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 	}
 	n1, n3 := nodes["host1-lsm"], nodes["host3-lsm"]
 	ctx := context.Background()
-	// Nodes that joined at the same moment picked different tokens: each owns a share.
-	st, err := fetchStatus(ctx, n1.admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range st.Members {
-		if m.Owns < 0.1 || m.OwnsRepl < 0.2 {
-			t.Errorf("%s owns %.3f of the ring (%.3f replicated)", m.Host, m.Owns, m.OwnsRepl)
+	// Nodes that joined at the same moment picked different tokens: each owns a share,
+	// once gossip has brought every member's tokens to n1.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st, err := fetchStatus(ctx, n1.admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var short []string
+		for _, m := range st.Members {
+			if m.Owns < 0.1 || m.OwnsRepl < 0.2 {
+				short = append(short, fmt.Sprintf("%s owns %.3f of the ring (%.3f replicated)", m.Host, m.Owns, m.OwnsRepl))
+			}
+		}
+		if len(short) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after start: %s", strings.Join(short, "; "))
 		}
 	}
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + n1.port, Protocol: 2, MaxRetries: -1})
