@@ -87,6 +87,7 @@ type Config struct {
 	ReadRepair        string        `yaml:"read_repair"`
 	RequestTimeout    time.Duration `yaml:"request_timeout"`
 	WriteFallback     time.Duration `yaml:"write_fallback_after"`
+	AsyncWriteTarget  time.Duration `yaml:"async_write_target"`
 	HintWindow        time.Duration `yaml:"hint_window"`
 	HintMaxBytes      int64         `yaml:"hint_max_bytes"`
 }
@@ -141,6 +142,7 @@ func Default() Config {
 		ReadRepair:             "background",
 		RequestTimeout:         2 * time.Second,
 		WriteFallback:          50 * time.Millisecond,
+		AsyncWriteTarget:       50 * time.Millisecond,
 		HintWindow:             3 * time.Hour,
 		HintMaxBytes:           1 << 30,
 	}
@@ -195,6 +197,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ReadRepair, "read-repair", c.ReadRepair, "cluster mode: background (reply with the newest row at once, repair stale replicas after) or blocking (reply once they are repaired)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "cluster mode: how long a coordinator waits for replicas before answering TIMEOUT")
 	fs.DurationVar(&c.WriteFallback, "write-fallback-after", c.WriteFallback, "cluster mode, engine-aware routing: how long a write waits for its synchronous replicas (write-optimized and in-memory) before the read-optimized replica's acknowledgement counts too, as when one of them fails; 0 waits for a failure or the request timeout")
+	fs.DurationVar(&c.AsyncWriteTarget, "async-write-target", c.AsyncWriteTarget, "cluster mode, engine-aware and load-aware routing: the response time a read-optimized replica's asynchronous writes should stay under; each coordinator halves its window of unanswered writes to a replica that answers later, and defers writes beyond the window to hints replayed as the replica catches up; 0 sends every write at once")
 	fs.DurationVar(&c.HintWindow, "hint-window", c.HintWindow, "cluster mode: a replica unreachable for longer gets no more hints (it needs a repair); hints older than this are dropped")
 	fs.Int64Var(&c.HintMaxBytes, "hint-max-bytes", c.HintMaxBytes, "cluster mode: most bytes of hints a node keeps; more are dropped (and counted)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
@@ -302,7 +305,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 || c.AsyncWriteTarget < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	switch c.LogLevel {

@@ -24,11 +24,13 @@ type transcript struct {
 	write    *Write
 	read     *Read
 	digestOf map[ring.NodeID]bool // replicas last asked for a digest
+	window   *AsyncWindow
+	start    time.Time // the window's clock starts here
 }
 
 func TestCoordinatorTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		tr := &transcript{policy: Uniform{}, digestOf: map[ring.NodeID]bool{}}
+		tr := &transcript{policy: Uniform{}, digestOf: map[ring.NodeID]bool{}, start: time.Unix(1_700_000_000, 0)}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := tr.run(td)
 			if err != nil {
@@ -64,12 +66,12 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		return "", nil
 	case "replicas":
 		// One replica per line: its ID, then optionally its engine (lsm, btree, memory),
-		// "down", "refilling", "lagging" and "latency=<duration>".
+		// "down", "refilling", "lagging", "backlogged" and "latency=<duration>".
 		tr.replicas = nil
 		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
 			f := strings.Fields(line)
 			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Refilling: slices.Contains(f, "refilling"),
-				Lagging: slices.Contains(f, "lagging")}
+				Lagging: slices.Contains(f, "lagging"), Backlogged: slices.Contains(f, "backlogged")}
 			for _, w := range f[1:] {
 				if ms, ok := strings.CutPrefix(w, "latency="); ok {
 					d, err := time.ParseDuration(ms)
@@ -123,6 +125,65 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		return tr.format(tr.read.OnRepairResponse(ring.NodeID(td.CmdArgs[0].Key), err)), nil
 	case "slow":
 		return tr.format(tr.write.OnSlow()), nil
+	case "window":
+		// A new AsyncWindow: target=<duration> [min=N] [max=N].
+		target, err := time.ParseDuration(arg("target"))
+		if err != nil {
+			return "", err
+		}
+		tr.window = &AsyncWindow{Target: target}
+		for _, k := range []string{"min", "max"} {
+			if v := arg(k); v != "" {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return "", err
+				}
+				if k == "min" {
+					tr.window.Min = n
+				} else {
+					tr.window.Max = n
+				}
+			}
+		}
+		return tr.windowState(), nil
+	case "sent":
+		// n=<count> writes sent, each only while the window has room (as the driver
+		// does): prints how many went out.
+		n, err := strconv.Atoi(arg("n"))
+		if err != nil {
+			return "", err
+		}
+		sent := 0
+		for range n {
+			if tr.window.Full() {
+				break
+			}
+			tr.window.Sent()
+			sent++
+		}
+		return fmt.Sprintf("sent %d\n%s", sent, tr.windowState()), nil
+	case "answered":
+		// n=<count> answers (default 1) at=<time since start>, each took=<duration>,
+		// optionally failed.
+		n := 1
+		if v := arg("n"); v != "" {
+			var err error
+			if n, err = strconv.Atoi(v); err != nil {
+				return "", err
+			}
+		}
+		at, err := time.ParseDuration(arg("at"))
+		if err != nil {
+			return "", err
+		}
+		took, err := time.ParseDuration(arg("took"))
+		if err != nil {
+			return "", err
+		}
+		for range n {
+			tr.window.Answered(took, td.HasArg("failed"), tr.start.Add(at))
+		}
+		return tr.windowState(), nil
 	case "status":
 		// How the request left its policy's first plan, as the driver's metrics see it.
 		if tr.write != nil {
@@ -136,6 +197,10 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		return tr.format(tr.read.OnTimeout()), nil
 	}
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
+}
+
+func (tr *transcript) windowState() string {
+	return fmt.Sprintf("window %.2f, in flight %d, full %t\n", tr.window.Size(), tr.window.InFlight(), tr.window.Full())
 }
 
 func (tr *transcript) respond(from ring.NodeID, errText, rowText string) (string, error) {
@@ -171,6 +236,9 @@ func (tr *transcript) format(fx []Effect) string {
 			if e.Repair {
 				b.WriteString(" (repair)")
 			}
+			if e.Async {
+				b.WriteString(" (async)")
+			}
 		case SendRead:
 			kind := "data"
 			if e.Digest {
@@ -180,6 +248,9 @@ func (tr *transcript) format(fx []Effect) string {
 			fmt.Fprintf(&b, "send-read %s %s", e.To, kind)
 		case StoreHint:
 			fmt.Fprintf(&b, "hint %s %s", e.For, formatRow(e.Mutation.Row))
+			if e.Deferred {
+				b.WriteString(" (deferred)")
+			}
 		case Reply:
 			switch {
 			case e.Err != nil:

@@ -25,6 +25,12 @@ type Replica struct {
 	// Latency is this coordinator's recent view of the replica's response time (0:
 	// unknown). LoadAware reads ask an overloaded replica last.
 	Latency time.Duration
+	// Backlogged marks a replica whose writes are sent without waiting for it and which
+	// has as many of them unanswered from this coordinator as its window allows
+	// (AsyncWindow): EngineAware defers its write to a hint instead of queueing more on
+	// it, so that a read-optimized replica that cannot keep up lags and catches up from
+	// hints rather than taking the disk or the cores its host's other replicas need.
+	Backlogged bool
 }
 
 // readable reports whether r may be asked to read.
@@ -40,6 +46,10 @@ type WritePlan struct {
 	Counted []ring.NodeID
 	// Hinted are the replicas that get a hint instead of the write (down replicas).
 	Hinted []ring.NodeID
+	// Deferred are live replicas outside Counted that get a hint instead of the write
+	// (backlogged ones). Should a counted target fail or be slow, they are sent the
+	// write after all, and their acknowledgements count.
+	Deferred []ring.NodeID
 }
 
 // ReadPlan is a policy's decision for one read.
@@ -149,6 +159,10 @@ func readableCount(replicas []Replica) int {
 // write-optimized replica, written synchronously, holds what the others may lack, and
 // every stale replica gets the merged row.
 //
+// A Backlogged replica outside the synchronous set is deferred (WritePlan.Deferred):
+// hinted now, sent the write only if the write falls back on it. Not when the live
+// synchronous replicas are fewer than W: then every replica counts from the start.
+//
 // Replicas of the same role keep the order given (the ring's walk). Down replicas are
 // skipped and, for writes, hinted.
 type EngineAware struct{}
@@ -188,15 +202,21 @@ func (EngineAware) PlanWrite(replicas []Replica, need int) WritePlan {
 		switch {
 		case !r.Up:
 			p.Hinted = append(p.Hinted, r.ID)
+		case Synchronous(r.Role):
+			p.Targets = append(p.Targets, r.ID)
+			p.Counted = append(p.Counted, r.ID)
+		case r.Backlogged:
+			p.Deferred = append(p.Deferred, r.ID)
 		default:
 			p.Targets = append(p.Targets, r.ID)
-			if Synchronous(r.Role) {
-				p.Counted = append(p.Counted, r.ID)
-			}
 		}
 	}
 	if len(p.Counted) < need {
-		p.Counted = nil // too few synchronous replicas: every acknowledgement counts
+		// Too few synchronous replicas: every acknowledgement counts, and every live
+		// replica is sent the write.
+		p.Counted = nil
+		p.Targets = append(p.Targets, p.Deferred...)
+		p.Deferred = nil
 	}
 	return p
 }

@@ -35,10 +35,13 @@ func StartWrite(m row.Mutation, level Level, replicas []Replica, p Policy) (*Wri
 	var fx []Effect
 	for _, id := range w.plan.Targets {
 		w.pending[id] = true
-		fx = append(fx, SendWrite{To: id, Mutation: m})
+		fx = append(fx, SendWrite{To: id, Mutation: m, Async: !w.counts(id)})
 	}
 	for _, id := range w.plan.Hinted {
 		fx = append(fx, StoreHint{For: id, Mutation: m})
+	}
+	for _, id := range w.plan.Deferred {
+		fx = append(fx, StoreHint{For: id, Mutation: m, Deferred: true})
 	}
 	return w, fx
 }
@@ -71,7 +74,7 @@ func (w *Write) OnResponse(from ring.NodeID, err error) []Effect {
 // gets a hint, and the client gets ErrTimeout unless the write already succeeded.
 func (w *Write) OnTimeout() []Effect {
 	var late []ring.NodeID
-	for _, id := range w.plan.Targets {
+	for _, id := range slices.Concat(w.plan.Targets, w.plan.Deferred) {
 		if w.pending[id] {
 			late = append(late, id)
 			delete(w.pending, id)
@@ -89,14 +92,32 @@ func (w *Write) OnTimeout() []Effect {
 func (w *Write) failed(ids []ring.NodeID) []Effect {
 	var fx []Effect
 	for _, id := range ids {
-		fx = append(fx, StoreHint{For: id, Mutation: w.m})
+		if !slices.Contains(w.plan.Deferred, id) { // those were hinted from the start
+			fx = append(fx, StoreHint{For: id, Mutation: w.m})
+		}
 		if !w.fallback && w.plan.Counted != nil && slices.Contains(w.plan.Counted, id) {
-			w.fallback = true
-			w.acks += w.spare
-			w.spare = 0
+			fx = append(fx, w.fallBack()...)
 		}
 	}
 	return append(fx, w.check()...)
+}
+
+// fallBack lets every acknowledgement count from now on, held-back ones included, and
+// sends the write to the deferred replicas (already hinted: the hint's replay will find
+// the write applied, which is harmless).
+func (w *Write) fallBack() []Effect {
+	w.fallback = true
+	w.acks += w.spare
+	w.spare = 0
+	if w.replied {
+		return nil
+	}
+	var fx []Effect
+	for _, id := range w.plan.Deferred {
+		w.pending[id] = true
+		fx = append(fx, SendWrite{To: id, Mutation: w.m})
+	}
+	return fx
 }
 
 // check replies once the write has enough acknowledgements, or can no longer get them.
@@ -135,10 +156,8 @@ func (w *Write) OnSlow() []Effect {
 	if !w.WaitsForCounted() {
 		return nil
 	}
-	w.fallback, w.slowed = true, true
-	w.acks += w.spare
-	w.spare = 0
-	return w.check()
+	w.slowed = true
+	return append(w.fallBack(), w.check()...)
 }
 
 // Slowed reports whether the write fell back because of OnSlow rather than a failure.

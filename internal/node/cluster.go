@@ -56,6 +56,7 @@ type clusterNode struct {
 	strategy ring.Strategy
 	store    *clusterStore
 	metrics  *clusterMetrics
+	async    *asyncWindows // nil: asynchronous writes are not paced
 
 	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
 	peersMu sync.Mutex
@@ -92,6 +93,10 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	}
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
 	reg.MustRegister(internodeCollector{c})
+	if cfg.AsyncWriteTarget > 0 && cfg.Routing != "uniform" { // uniform routing sends nothing asynchronously
+		c.async = newAsyncWindows(cfg.AsyncWriteTarget)
+		reg.MustRegister(c.async)
+	}
 	if err := c.startServer(); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -276,7 +281,8 @@ func (c *clusterNode) newStore() *clusterStore {
 		load = newLoadTracker()
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, hints: c.hints, metrics: c.metrics, log: c.log}
+		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hints,
+		metrics: c.metrics, log: c.log}
 }
 
 // replicas returns key's replica set with the failure detector's opinion of each, from
@@ -410,7 +416,9 @@ func (c *clusterNode) loadView() (*cluster.View, error) {
 	return view, nil
 }
 
-// hintLoop replays hints to replicas that are up again, a few batches per interval.
+// hintLoop replays hints to replicas that are up, a few batches per interval: to those
+// that were down, and to those whose asynchronous writes were deferred, as far as their
+// windows have room.
 func (c *clusterNode) hintLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(hintReplayInterval)
@@ -431,22 +439,44 @@ func (c *clusterNode) replayHints() {
 		if s.Hints == 0 || !st.members[ring.NodeID(target)].Up {
 			continue
 		}
-		p, err := c.peer(ring.NodeID(target))
-		if err != nil {
-			continue
+		if p, err := c.peer(ring.NodeID(target)); err == nil {
+			c.replayTo(ring.NodeID(target), p)
 		}
-		for range hintReplayBatches {
-			n, err := c.hints.Replay(target, time.Now(), hintReplayBatch, func(ms []row.Mutation) error {
-				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
-				defer cancel()
-				_, err := p.Call(ctx, wire.MethodWrite, wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: ms}))
-				return err
-			})
-			if err != nil || n == 0 {
-				break
+	}
+}
+
+// replayTo sends replica id up to hintReplayBatches batches of its hints through p.
+// Under paced asynchronous writes (c.async) replayed hints take id's window, as deferred
+// writes would have: batches no larger than its room, and none after one answered late,
+// so that a backlogged replica catches up at the pace it answers in.
+func (c *clusterNode) replayTo(id ring.NodeID, p caller) {
+	for range hintReplayBatches {
+		batch, late := hintReplayBatch, false
+		if c.async != nil {
+			if batch = min(batch, c.async.room(id)); batch == 0 {
+				return
 			}
-			c.metrics.hintsSent.Add(float64(n))
-			c.log.Debug("replayed hints", "replica", target, "hints", n)
+		}
+		n, err := c.hints.Replay(string(id), time.Now(), batch, func(ms []row.Mutation) error {
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+			defer cancel()
+			var answered func(bool) time.Duration
+			if c.async != nil {
+				answered = c.async.sent(id, len(ms))
+			}
+			_, err := p.Call(ctx, wire.MethodWrite, wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: ms}))
+			if answered != nil {
+				late = answered(err != nil) > c.cfg.AsyncWriteTarget
+			}
+			return err
+		})
+		if err != nil || n == 0 {
+			return
+		}
+		c.metrics.hintsSent.Add(float64(n))
+		c.log.Debug("replayed hints", "replica", id, "hints", n)
+		if late {
+			return
 		}
 	}
 }

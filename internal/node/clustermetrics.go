@@ -30,6 +30,7 @@ type clusterMetrics struct {
 	hintsStored  prometheus.Counter
 	hintsDropped prometheus.Counter
 	hintsSent    prometheus.Counter
+	hintsDefer   prometheus.Counter
 	readRepairs  prometheus.Counter
 	// sent[role][method]: requests this coordinator sent to replicas, by the replica's
 	// engine role (method 0 read, 1 write).
@@ -53,6 +54,9 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 			Help: "Hints refused by the hint window or the size bound."}),
 		hintsSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_replayed_total",
 			Help: "Hints delivered to replicas that were back."}),
+		hintsDefer: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_coordinator_deferred_writes_total",
+			Help: "Asynchronous writes (engine-aware routing's, to read-optimized replicas) kept as hints instead of sent, " +
+				"because the replica's window of unanswered writes was full; counted in kura_hints_stored_total too."}),
 		readRepairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_read_repairs_total",
 			Help: "Repair writes sent to replicas found stale by a read."}),
 	}
@@ -88,7 +92,7 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 			"(reason sync_failed) or was slower than --write-fallback-after (sync_slow), a read whose replica " +
 			"failed (replica_failed) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
-	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.readRepairs, pending,
+	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDefer, m.readRepairs, pending,
 		sent, m.fallbacks)
 	return m
 }
@@ -192,6 +196,12 @@ func (m *clusterMetrics) hint(err error) {
 		m.hintsDropped.Inc()
 	} else {
 		m.hintsStored.Inc()
+	}
+}
+
+func (m *clusterMetrics) deferred() {
+	if m != nil {
+		m.hintsDefer.Inc()
 	}
 }
 

@@ -53,7 +53,10 @@ type clusterStore struct {
 	slowAfter time.Duration
 	// load is what load-aware routing needs (recent writes, peer latencies); nil under
 	// other policies, which then pay nothing for it.
-	load    *loadTracker
+	load *loadTracker
+	// async paces asynchronous writes per replica, deferring those beyond a replica's
+	// window to hints; nil sends them all.
+	async   *asyncWindows
 	hints   hintSink
 	metrics *clusterMetrics // nil records nothing
 	log     *slog.Logger
@@ -107,6 +110,9 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	ctx := lazyctx.WithDeadline(context.Background(), start.Add(s.timeout))
 	timer := getTimer(s.timeout)
 	replicas := s.replicas(m.Key)
+	if s.async != nil {
+		replicas = s.async.annotate(replicas)
+	}
 	if s.load != nil {
 		s.load.wrote(m.Key, start)
 	}
@@ -156,22 +162,30 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 	var reply coord.Reply
 	done := false
 	var local *coord.SendWrite
+	var localAnswer func([]byte, error)
 	for _, e := range fx {
 		switch e := e.(type) {
 		case coord.SendWrite:
 			s.metrics.sentTo(roleOf(replicas, e.To), wire.MethodWrite)
+			answer := func(_ []byte, err error) { results <- writeResult{e.To, err} }
+			if e.Async && s.async != nil {
+				answered, inner := s.async.sent(e.To, 1), answer
+				answer = func(b []byte, err error) { answered(err != nil); inner(b, err) }
+			}
 			if s.isLocal(e.To) {
-				local = &e
+				local, localAnswer = &e, answer
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			answer := func(_ []byte, err error) { results <- writeResult{e.To, err} }
 			if s.load != nil {
 				answer = s.load.timed(e.To, answer)
 			}
 			s.send(ctx, e.To, wire.MethodWrite, payload, answer)
 		case coord.StoreHint:
 			s.hint(e)
+			if e.Deferred {
+				s.metrics.deferred()
+			}
 		case coord.Reply:
 			reply, done = e, true
 		}
@@ -182,7 +196,7 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 		// B+tree commit held up by writeback on a slow disk, an LSM write stall), and the
 		// request must still answer at its deadline. results has room for every answer.
 		m := local.Mutation
-		go func() { results <- writeResult{local.To, s.local.Write([]row.Mutation{m})} }()
+		go func() { localAnswer(nil, s.local.Write([]row.Mutation{m})) }()
 	}
 	return reply, done
 }
