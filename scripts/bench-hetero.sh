@@ -29,7 +29,9 @@
 # /mnt/kura-hdd{host}; default a temporary directory). {host} in the wrappers and
 # DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
 # spread over every node of the cluster. RSS of every node is sampled in the middle of
-# each run, and the engines' I/O counters (/proc/PID/io) around each run.
+# each run, and the engines' I/O counters (/proc/PID/io) around each run. After loading,
+# the script waits up to HINT_DRAIN seconds (1800) for the hints (deferred asynchronous
+# writes among them) to drain, and logs the hints pending before each run (hints.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/hetero}
@@ -37,6 +39,7 @@ RECORDS=${RECORDS:-100000}
 THREADS=${THREADS:-40}
 RUN=${RUN:-20s}
 WARMUP=${WARMUP:-30s}
+HINT_DRAIN=${HINT_DRAIN:-1800}
 RATE=${RATE:-1000}
 PHASES=${PHASES:-throughput latency}
 CLUSTERS=${CLUSTERS:-homogeneous heterogeneous}
@@ -140,6 +143,35 @@ start_cluster() {
   COMMON=(--target "$target?record=$RECORD" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
 }
 
+# hints_pending CLUSTER: hints held for replicas, summed over every node's metrics
+# (asynchronous writes to read-optimized replicas deferred by their windows, and writes
+# for replicas that were down or late).
+hints_pending() {
+  local a total=0 n
+  while read -r a; do
+    n=$(curl -s --max-time 5 "http://$a/metrics" | awk '/^kura_hints_pending / {printf "%d", $2}')
+    total=$((total + ${n:-0}))
+  done < <(awk '/ pid [0-9]+$/ { for (i = 1; i < NF; i++) if ($i == "admin") print $(i + 1) }' "$WORK/$1.out")
+  echo "$total"
+}
+
+# drain_hints CLUSTER: waits, up to HINT_DRAIN (seconds), until no node holds hints, so
+# that every replica has the loaded records before measuring; logs the progress.
+drain_hints() {
+  local start=$SECONDS n
+  while :; do
+    n=$(hints_pending "$1")
+    echo "$1 $(date -u +%FT%TZ) after_load_s $((SECONDS - start)) hints_pending $n" >>"$OUT/hints.txt"
+    [ "$n" -eq 0 ] && break
+    if [ $((SECONDS - start)) -ge "$HINT_DRAIN" ]; then
+      echo "# $1: WARNING: $n hints still pending ${HINT_DRAIN}s after the load" | tee -a "$OUT/conditions.txt"
+      break
+    fi
+    sleep 10
+  done
+  echo "# $1: hints drained (or given up) $((SECONDS - start)) s after the load" | tee -a "$OUT/conditions.txt"
+}
+
 # apply_limits CLUSTER: sets each node's memory limit from HOMO_LIMITS or HETERO_LIMITS
 # ("ENGINE=SIZE ..."), after writing back and dropping the page cache, so that measuring
 # starts cold. A limit below what a node's own memory (not its cache) already takes cannot
@@ -170,6 +202,7 @@ for cluster in $CLUSTERS; do
     "$KURA" bench load -w read-heavy "${COMMON[@]}" --label "$cluster" --out "$OUT/$cluster-load" --plots=false | sed -n 1p
     touch "$marker"
   fi
+  drain_hints "$cluster"
   apply_limits "$cluster"
   for phase in $PHASES; do
     for w in write-only write-heavy read-heavy read-only; do
@@ -178,6 +211,7 @@ for cluster in $CLUSTERS; do
       ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in $PIDS; do echo "$cluster $phase $w pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
       SAMPLER=$!
       io_sample "$cluster $phase $w before" >>"$OUT/io.txt"
+      echo "$cluster $phase $w $(date -u +%FT%TZ) before hints_pending $(hints_pending "$cluster")" >>"$OUT/hints.txt"
       "$KURA" bench run -w "$w" "${COMMON[@]}" ${extra[@]+"${extra[@]}"} --label "$cluster-$phase" --duration "$RUN" --warmup "$WARMUP" \
         --out "$OUT/$cluster-$phase-$w" | sed -n 1p
       io_sample "$cluster $phase $w after" >>"$OUT/io.txt"
