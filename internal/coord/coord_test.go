@@ -24,8 +24,8 @@ type transcript struct {
 	write    *Write
 	read     *Read
 	digestOf map[ring.NodeID]bool // replicas last asked for a digest
-	window   *AsyncWindow
-	start    time.Time // the window's clock starts here
+	pace     *AsyncPace
+	start    time.Time // the pace's clock starts here
 }
 
 func TestCoordinatorTranscripts(t *testing.T) {
@@ -125,43 +125,44 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		return tr.format(tr.read.OnRepairResponse(ring.NodeID(td.CmdArgs[0].Key), err)), nil
 	case "slow":
 		return tr.format(tr.write.OnSlow()), nil
-	case "window":
-		// A new AsyncWindow: target=<duration> [min=N] [max=N].
+	case "pace":
+		// A new AsyncPace: target=<duration> [increase=N] [max-in-flight=N].
 		target, err := time.ParseDuration(arg("target"))
 		if err != nil {
 			return "", err
 		}
-		tr.window = &AsyncWindow{Target: target}
-		for _, k := range []string{"min", "max"} {
-			if v := arg(k); v != "" {
-				n, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return "", err
-				}
-				if k == "min" {
-					tr.window.Min = n
-				} else {
-					tr.window.Max = n
-				}
+		tr.pace = &AsyncPace{Target: target}
+		if v := arg("increase"); v != "" {
+			if tr.pace.Increase, err = strconv.ParseFloat(v, 64); err != nil {
+				return "", err
 			}
 		}
-		return tr.windowState(), nil
-	case "sent":
-		// n=<count> writes sent, each only while the window has room (as the driver
-		// does): prints how many went out.
+		if v := arg("max-in-flight"); v != "" {
+			if tr.pace.MaxInFlight, err = strconv.Atoi(v); err != nil {
+				return "", err
+			}
+		}
+		return tr.paceState(0), nil
+	case "send":
+		// n=<count> writes offered at=<time since start>, each sent only while the pace is
+		// ready (as the driver does): prints how many went out.
 		n, err := strconv.Atoi(arg("n"))
+		if err != nil {
+			return "", err
+		}
+		at, err := time.ParseDuration(arg("at"))
 		if err != nil {
 			return "", err
 		}
 		sent := 0
 		for range n {
-			if tr.window.Full() {
+			if !tr.pace.Ready(tr.start.Add(at)) {
 				break
 			}
-			tr.window.Sent()
+			tr.pace.Sent(1, tr.start.Add(at))
 			sent++
 		}
-		return fmt.Sprintf("sent %d\n%s", sent, tr.windowState()), nil
+		return fmt.Sprintf("sent %d\n%s", sent, tr.paceState(at)), nil
 	case "answered":
 		// n=<count> answers (default 1) at=<time since start>, each took=<duration>,
 		// optionally failed.
@@ -181,9 +182,17 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			return "", err
 		}
 		for range n {
-			tr.window.Answered(took, td.HasArg("failed"), tr.start.Add(at))
+			tr.pace.Answered(took, td.HasArg("failed"), tr.start.Add(at))
 		}
-		return tr.windowState(), nil
+		return tr.paceState(at), nil
+	case "congested":
+		// A sign of congestion from elsewhere at=<time since start>.
+		at, err := time.ParseDuration(arg("at"))
+		if err != nil {
+			return "", err
+		}
+		tr.pace.Congested(tr.start.Add(at))
+		return tr.paceState(at), nil
 	case "status":
 		// How the request left its policy's first plan, as the driver's metrics see it.
 		if tr.write != nil {
@@ -199,8 +208,9 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
 }
 
-func (tr *transcript) windowState() string {
-	return fmt.Sprintf("window %.2f, in flight %d, full %t\n", tr.window.Size(), tr.window.InFlight(), tr.window.Full())
+func (tr *transcript) paceState(at time.Duration) string {
+	room := tr.pace.Room(tr.start.Add(at)) // first: the pace starts on first use
+	return fmt.Sprintf("rate %.1f/s, in flight %d, room %d\n", tr.pace.Rate(), tr.pace.InFlight(), room)
 }
 
 func (tr *transcript) respond(from ring.NodeID, errText, rowText string) (string, error) {

@@ -25,11 +25,10 @@ type Replica struct {
 	// Latency is this coordinator's recent view of the replica's response time (0:
 	// unknown). LoadAware reads ask an overloaded replica last.
 	Latency time.Duration
-	// Backlogged marks a replica whose writes are sent without waiting for it and which
-	// has as many of them unanswered from this coordinator as its window allows
-	// (AsyncWindow): EngineAware defers its write to a hint instead of queueing more on
-	// it, so that a read-optimized replica that cannot keep up lags and catches up from
-	// hints rather than taking the disk or the cores its host's other replicas need.
+	// Backlogged marks a replica whose writes are sent without waiting for it and whose
+	// pace (AsyncPace) takes no more now: EngineAware defers its write to a hint instead,
+	// so that a read-optimized replica that cannot keep up lags and catches up from hints
+	// rather than taking the disk or the cores its host's other replicas need.
 	Backlogged bool
 }
 

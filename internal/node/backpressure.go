@@ -10,41 +10,45 @@ import (
 	"github.com/kuradb/kura/internal/ring"
 )
 
-// asyncWindows paces this coordinator's asynchronous writes (the read-optimized
-// replica's, under engine-aware and load-aware routing) with one coord.AsyncWindow per
-// replica: a replica whose window is full is Backlogged, and its writes are deferred to
-// hints, replayed as its window has room (clusterNode.replayHints). Safe for concurrent
-// use.
-type asyncWindows struct {
+// asyncPacer paces this coordinator's asynchronous writes (the read-optimized replica's,
+// under engine-aware and load-aware routing) with one coord.AsyncPace per replica: a
+// replica whose pace is not ready is Backlogged, and its writes are deferred to hints,
+// replayed as its pace allows (clusterNode.replayTo). A synchronous replica answering
+// later than the target slows the pace of every asynchronous replica on its host, whose
+// writes take the disk and cores it needs. Safe for concurrent use.
+type asyncPacer struct {
 	target time.Duration
+	hostOf func(ring.NodeID) string // "" when unknown: no host is congested through it
 
 	mu sync.Mutex
-	w  map[ring.NodeID]*coord.AsyncWindow
+	p  map[ring.NodeID]*coord.AsyncPace
 }
 
-func newAsyncWindows(target time.Duration) *asyncWindows {
-	return &asyncWindows{target: target, w: map[ring.NodeID]*coord.AsyncWindow{}}
+func newAsyncPacer(target time.Duration, hostOf func(ring.NodeID) string) *asyncPacer {
+	return &asyncPacer{target: target, hostOf: hostOf, p: map[ring.NodeID]*coord.AsyncPace{}}
 }
 
-// window returns id's window; a.mu must be held.
-func (a *asyncWindows) window(id ring.NodeID) *coord.AsyncWindow {
-	w := a.w[id]
-	if w == nil {
-		w = &coord.AsyncWindow{Target: a.target}
-		a.w[id] = w
+// pace returns id's pace; a.mu must be held.
+func (a *asyncPacer) pace(id ring.NodeID) *coord.AsyncPace {
+	p := a.p[id]
+	if p == nil {
+		p = &coord.AsyncPace{Target: a.target}
+		a.p[id] = p
 	}
-	return w
+	return p
 }
 
-// annotate returns replicas with Backlogged set on those whose window is full: replicas
-// itself when none is, a copy otherwise.
-func (a *asyncWindows) annotate(replicas []coord.Replica) []coord.Replica {
+// annotate returns replicas with Backlogged set on those whose pace is not ready: replicas
+// itself when none is, a copy otherwise. Only replicas sent asynchronous writes before
+// have a pace.
+func (a *asyncPacer) annotate(replicas []coord.Replica) []coord.Replica {
+	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []coord.Replica
 	for i, r := range replicas {
-		w := a.w[r.ID]
-		if w == nil || !w.Full() {
+		p := a.p[r.ID]
+		if p == nil || p.Ready(now) {
 			continue
 		}
 		if out == nil {
@@ -58,48 +62,70 @@ func (a *asyncWindows) annotate(replicas []coord.Replica) []coord.Replica {
 	return out
 }
 
-// room returns how many more asynchronous writes id's window takes now.
-func (a *asyncWindows) room(id ring.NodeID) int {
+// room returns how many asynchronous writes id's pace takes now.
+func (a *asyncPacer) room(id ring.NodeID) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	w := a.window(id)
-	return max(int(w.Size())-w.InFlight(), 0)
+	return a.pace(id).Room(time.Now())
 }
 
 // sent counts n asynchronous writes sent to id, and returns what to call with the
-// answer: that answers all n.
-func (a *asyncWindows) sent(id ring.NodeID, n int) func(failed bool) time.Duration {
-	a.mu.Lock()
-	w := a.window(id)
-	for range n {
-		w.Sent()
-	}
-	a.mu.Unlock()
+// answer, which answers all n; it returns how long they took.
+func (a *asyncPacer) sent(id ring.NodeID, n int) func(failed bool) time.Duration {
 	start := time.Now()
+	a.mu.Lock()
+	p := a.pace(id)
+	p.Sent(n, start)
+	a.mu.Unlock()
 	return func(failed bool) time.Duration {
 		now := time.Now()
 		took := now.Sub(start)
 		a.mu.Lock()
 		for range n {
-			w.Answered(took, failed, now)
+			p.Answered(took, failed, now)
 		}
 		a.mu.Unlock()
 		return took
 	}
 }
 
-// asyncWindowDesc exports every window at scrape time.
-var asyncWindowDesc = prometheus.NewDesc("kura_coordinator_async_window",
-	"This coordinator's window of unanswered asynchronous writes per replica (engine-aware routing): writes "+
-		"beyond it are deferred to hints. Shrinks when the replica answers later than --async-write-target.",
+// synchronous returns what to call with the answer to a synchronous write sent to id now:
+// an answer later than the target, or a failure, congests every other replica on id's
+// host.
+func (a *asyncPacer) synchronous(id ring.NodeID) func(failed bool) {
+	start := time.Now()
+	return func(failed bool) {
+		now := time.Now()
+		if !failed && now.Sub(start) <= a.target {
+			return
+		}
+		host := a.hostOf(id)
+		if host == "" {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for other, p := range a.p {
+			if other != id && a.hostOf(other) == host {
+				p.Congested(now)
+			}
+		}
+	}
+}
+
+// asyncRateDesc exports every pace at scrape time.
+var asyncRateDesc = prometheus.NewDesc("kura_coordinator_async_write_rate",
+	"This coordinator's pace of asynchronous writes per replica (engine-aware routing), writes per second: "+
+		"writes beyond it are deferred to hints. Halved when the replica, or a synchronous replica on its host, "+
+		"answers later than --async-write-target.",
 	[]string{"replica"}, nil)
 
-func (a *asyncWindows) Describe(ch chan<- *prometheus.Desc) { ch <- asyncWindowDesc }
+func (a *asyncPacer) Describe(ch chan<- *prometheus.Desc) { ch <- asyncRateDesc }
 
-func (a *asyncWindows) Collect(ch chan<- prometheus.Metric) {
+func (a *asyncPacer) Collect(ch chan<- prometheus.Metric) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for id, w := range a.w {
-		ch <- prometheus.MustNewConstMetric(asyncWindowDesc, prometheus.GaugeValue, w.Size(), string(id))
+	for id, p := range a.p {
+		ch <- prometheus.MustNewConstMetric(asyncRateDesc, prometheus.GaugeValue, p.Rate(), string(id))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -59,7 +60,7 @@ func (s *slowCaller) stats() (maxHeld, mutations int) {
 // A read-optimized replica that answers 100 ms late: with its asynchronous writes paced,
 // the coordinator keeps at most a window of them on it and defers the rest to hints;
 // without, every write piles onto it. Either way every write succeeds at QUORUM.
-func TestAsyncWritesToASlowReplicaAreDeferredBeyondItsWindow(t *testing.T) {
+func TestAsyncWritesToASlowReplicaAreDeferredBeyondItsPace(t *testing.T) {
 	const writes = 100
 	for _, paced := range []bool{true, false} {
 		var slow *slowCaller
@@ -70,39 +71,74 @@ func TestAsyncWritesToASlowReplicaAreDeferredBeyondItsWindow(t *testing.T) {
 			return slow
 		})
 		if paced {
-			c.store.async = newAsyncWindows(20 * time.Millisecond)
+			c.store.async = newAsyncPacer(20*time.Millisecond, func(ring.NodeID) string { return "" })
 		}
 		for i := range writes {
 			if err := c.store.Apply([]row.Mutation{{Key: fmt.Appendf(nil, "k%d", i), Row: cell("v", 1)}}); err != nil {
 				t.Fatalf("paced=%t: write %d: %v", paced, i, err)
 			}
 		}
-		// Let the late answers in.
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // the late answers
 		maxHeld, sent := slow.stats()
-		deferred := 0
-		for _, id := range c.hints() {
-			if id == "n2" {
-				deferred++
-			}
-		}
+		deferred := c.hintsFor("n2")
 		t.Logf("paced=%t: the slow replica held at most %d writes at once; %d sent, %d deferred", paced, maxHeld, sent, deferred)
 		if sent+deferred != writes {
 			t.Fatalf("paced=%t: %d writes sent and %d deferred to the slow replica, want %d in all", paced, sent, deferred, writes)
 		}
-		if paced && (maxHeld > coord.DefaultAsyncWindow || deferred == 0) {
-			t.Fatalf("paced: the slow replica held %d writes at once (window %d), %d deferred", maxHeld, coord.DefaultAsyncWindow, deferred)
+		if paced && (maxHeld > coord.DefaultPaceWindow || deferred == 0) {
+			t.Fatalf("paced: the slow replica held %d writes at once (window %d), %d deferred", maxHeld, coord.DefaultPaceWindow, deferred)
 		}
-		if !paced && (maxHeld <= coord.DefaultAsyncWindow || deferred != 0) {
+		if !paced && (maxHeld <= coord.DefaultPaceWindow || deferred != 0) {
 			t.Fatalf("unpaced: the slow replica held at most %d writes at once, %d deferred; the test shows nothing", maxHeld, deferred)
 		}
 	}
 }
 
-// Hint replay to a replica whose asynchronous writes are paced takes its window: no more
-// than its room per batch, nothing while it is full, and no second batch after one
+// A synchronous replica answering late slows the asynchronous writes to the replicas on
+// its host, though they answer at once: they take the disk and the cores it needs. Here
+// the in-memory replica n3 answers 60 ms late (the target is 20 ms) and the
+// read-optimized n2 at once: on n3's host, most of n2's writes are deferred; on a host
+// of its own, none (or, on a slow machine, few).
+func TestALateSynchronousReplicaSlowsTheAsynchronousOnesOnItsHost(t *testing.T) {
+	const writers, each = 8, 20
+	for _, cohosted := range []bool{true, false} {
+		c := heteroTestCluster(t, coord.EngineAware{}, "n3", func(p caller) caller { return delayedCaller{p, 60 * time.Millisecond} })
+		hosts := map[ring.NodeID]string{"n1": "h1", "n2": "h2", "n3": "h3"}
+		if cohosted {
+			hosts["n3"] = "h2"
+		}
+		c.store.async = newAsyncPacer(20*time.Millisecond, func(id ring.NodeID) string { return hosts[id] })
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each)
+		for w := range writers {
+			wg.Go(func() {
+				for i := range each {
+					errs <- c.store.Apply([]row.Mutation{{Key: fmt.Appendf(nil, "k%d-%d", w, i), Row: cell("v", 1)}})
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		deferred := c.hintsFor("n2")
+		t.Logf("cohosted=%t: %d of %d writes to n2 deferred", cohosted, deferred, writers*each)
+		if cohosted && deferred < writers*each/2 {
+			t.Fatalf("n2 shares the late replica's host, yet only %d of %d of its writes were deferred", deferred, writers*each)
+		}
+		if !cohosted && deferred > writers*each/10 {
+			t.Fatalf("n2 has a host of its own and answers at once, yet %d of %d of its writes were deferred", deferred, writers*each)
+		}
+	}
+}
+
+// Hint replay to a replica whose asynchronous writes are paced takes its pace: no more
+// than its room per batch, nothing while it has none, and no second batch after one
 // answered late. Unpaced, a round replays every batch it may.
-func TestHintReplayTakesTheReplicasWindow(t *testing.T) {
+func TestHintReplayTakesTheReplicasPace(t *testing.T) {
 	cfg := config.Default()
 	cfg.AsyncWriteTarget = 20 * time.Millisecond
 	hints, err := hint.Open(t.TempDir(), hint.Options{})
@@ -120,26 +156,26 @@ func TestHintReplayTakesTheReplicasWindow(t *testing.T) {
 	}
 	pending := func() int64 { return hints.Stats()["n2"].Hints }
 
-	c.async = newAsyncWindows(cfg.AsyncWriteTarget)
+	c.async = newAsyncPacer(cfg.AsyncWriteTarget, func(ring.NodeID) string { return "" })
 	late := &slowCaller{delay: 50 * time.Millisecond}
 	c.replayTo("n2", late)
-	if _, n := late.stats(); n != coord.DefaultAsyncWindow || pending() != stored-coord.DefaultAsyncWindow {
-		t.Fatalf("a late replica was replayed %d hints (%d left), want one window's worth, %d", n, pending(), coord.DefaultAsyncWindow)
+	if _, n := late.stats(); n != coord.DefaultPaceWindow || pending() != stored-coord.DefaultPaceWindow {
+		t.Fatalf("a late replica was replayed %d hints (%d left), want one window's worth, %d", n, pending(), coord.DefaultPaceWindow)
 	}
 
-	answer := c.async.sent("n2", c.async.room("n2")) // the window is full of writes in flight
+	answer := c.async.sent("n2", c.async.room("n2")) // no room left
 	fast := &slowCaller{}
 	c.replayTo("n2", fast)
 	if _, n := fast.stats(); n != 0 {
-		t.Fatalf("%d hints replayed into a full window", n)
+		t.Fatalf("%d hints replayed to a replica with no room", n)
 	}
 	answer(false)
+	time.Sleep(100 * time.Millisecond) // the bucket refills: a tenth of a second's worth
 	c.replayTo("n2", fast)
 	_, n := fast.stats()
-	size := c.async.w["n2"].Size() // the window only grew since the halving
-	t.Logf("paced, after a halving: %d hints in one round; window now %.1f", n, size)
-	if n == 0 || float64(n) > hintReplayBatches*size {
-		t.Fatalf("a fast replica was replayed %d hints in one round; window now %.1f, %d batches a round", n, size, hintReplayBatches)
+	t.Logf("paced, after a halving: %d hints in one round", n)
+	if n == 0 || n > coord.DefaultPaceWindow {
+		t.Fatalf("a fast replica was replayed %d hints in one round after its rate halved; want some, at most a bucket's", n)
 	}
 
 	c.async = nil
@@ -150,4 +186,3 @@ func TestHintReplayTakesTheReplicasWindow(t *testing.T) {
 		t.Fatalf("unpaced: %d hints replayed in one round, want %d", n, min(before, hintReplayBatches*hintReplayBatch))
 	}
 }
-

@@ -56,7 +56,7 @@ type clusterNode struct {
 	strategy ring.Strategy
 	store    *clusterStore
 	metrics  *clusterMetrics
-	async    *asyncWindows // nil: asynchronous writes are not paced
+	async    *asyncPacer // nil: asynchronous writes are not paced
 
 	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
 	peersMu sync.Mutex
@@ -94,7 +94,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
 	reg.MustRegister(internodeCollector{c})
 	if cfg.AsyncWriteTarget > 0 && cfg.Routing != "uniform" { // uniform routing sends nothing asynchronously
-		c.async = newAsyncWindows(cfg.AsyncWriteTarget)
+		c.async = newAsyncPacer(cfg.AsyncWriteTarget, c.hostOf)
 		reg.MustRegister(c.async)
 	}
 	if err := c.startServer(); err != nil {
@@ -319,6 +319,14 @@ func (c *clusterNode) replicaSet(st *clusterState, t ring.Token) []coord.Replica
 	return out
 }
 
+// hostOf returns member id's host, "" if unknown.
+func (c *clusterNode) hostOf(id ring.NodeID) string {
+	if st := c.state.Load(); st != nil {
+		return st.members[id].Host
+	}
+	return ""
+}
+
 // peer returns the caller for replica id: the local handler for this node, else a
 // transport client to the member's internode address.
 func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
@@ -446,9 +454,9 @@ func (c *clusterNode) replayHints() {
 }
 
 // replayTo sends replica id up to hintReplayBatches batches of its hints through p.
-// Under paced asynchronous writes (c.async) replayed hints take id's window, as deferred
+// Under paced asynchronous writes (c.async) replayed hints take id's pace, as deferred
 // writes would have: batches no larger than its room, and none after one answered late,
-// so that a backlogged replica catches up at the pace it answers in.
+// so that a backlogged replica catches up at the pace it and its host allow.
 func (c *clusterNode) replayTo(id ring.NodeID, p caller) {
 	for range hintReplayBatches {
 		batch, late := hintReplayBatch, false

@@ -55,8 +55,8 @@ type clusterStore struct {
 	// other policies, which then pay nothing for it.
 	load *loadTracker
 	// async paces asynchronous writes per replica, deferring those beyond a replica's
-	// window to hints; nil sends them all.
-	async   *asyncWindows
+	// pace to hints; nil sends them all.
+	async   *asyncPacer
 	hints   hintSink
 	metrics *clusterMetrics // nil records nothing
 	log     *slog.Logger
@@ -168,8 +168,13 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 		case coord.SendWrite:
 			s.metrics.sentTo(roleOf(replicas, e.To), wire.MethodWrite)
 			answer := func(_ []byte, err error) { results <- writeResult{e.To, err} }
-			if e.Async && s.async != nil {
-				answered, inner := s.async.sent(e.To, 1), answer
+			switch inner := answer; {
+			case s.async == nil:
+			case e.Async:
+				answered := s.async.sent(e.To, 1)
+				answer = func(b []byte, err error) { answered(err != nil); inner(b, err) }
+			default: // a late synchronous replica slows the asynchronous ones on its host
+				answered := s.async.synchronous(e.To)
 				answer = func(b []byte, err error) { answered(err != nil); inner(b, err) }
 			}
 			if s.isLocal(e.To) {

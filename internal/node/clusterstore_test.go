@@ -38,6 +38,17 @@ func (c *testCluster) Add(target string, _ row.Mutation, _ time.Time) error {
 	return nil
 }
 
+// hintsFor counts the hints stored for id.
+func (c *testCluster) hintsFor(id ring.NodeID) int {
+	n := 0
+	for _, h := range c.hints() {
+		if h == id {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *testCluster) hints() []ring.NodeID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
