@@ -47,6 +47,7 @@ type Config struct {
 	LSMWALDir            string `yaml:"lsm_wal_dir"`
 	LSMSecondDir         string `yaml:"lsm_second_dir"`
 	LSMSecondDirPolicy   string `yaml:"lsm_second_dir_policy"`
+	BTreeDir             string `yaml:"btree_dir"`
 
 	FastDir                string        `yaml:"fast_dir"`
 	SlowDir                string        `yaml:"slow_dir"`
@@ -164,6 +165,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
+	fs.StringVar(&c.BTreeDir, "btree-dir", c.BTreeDir, "btree engine: directory of the B+tree file instead of the data directory, e.g. on a disk the node does not share with a write-optimized node of the same host (its random page writes would take that node's flushes' I/O); one per node. The node refuses to start if the data directory holds a B+tree file already")
 	fs.StringVar(&c.LSMSecondDir, "lsm-second-dir", c.LSMSecondDir, "lsm engine: a second directory (on another device) for some of the sstables, chosen by --lsm-second-dir-policy: the whole-file placements tiered storage (--fast-dir) is compared with")
 	fs.StringVar(&c.LSMSecondDirPolicy, "lsm-second-dir-policy", c.LSMSecondDirPolicy, "lsm engine: free-space (each new sstable in the data or the second directory with probability proportional to the free space of its device, Cassandra's rule for several data directories) or lower-levels (sstables of the two lowest levels in the second directory, pebble's placement for a slower store)")
 	fs.StringVar(&c.FastDir, "fast-dir", c.FastDir, "lsm engine, tiered storage: directory on the fast device (an SSD) for the rows read most; setting it splits the engine into a fast and a slow store and starts moving rows between them by their reads (needs --fast-budget-bytes)")

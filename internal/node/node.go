@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/btree"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/engine/tiered"
@@ -89,7 +91,16 @@ func (n *Node) start() (err error) {
 			Tracker:     access.New(access.Config{Window: cfg.TierWindow, MinCount: cfg.TierMinReads}),
 			CountWrites: cfg.TierCountWrites}
 	}
-	if n.eng, err = catalog.Open(cfg.Engine, n.dir.engineDir(cfg.Engine), eo); err != nil {
+	engineDir := n.dir.engineDir(cfg.Engine)
+	if cfg.Engine == "btree" && cfg.BTreeDir != "" {
+		// A B+tree file left in the data directory would be silently replaced by an empty
+		// one elsewhere: this replica's rows would vanish.
+		if _, err := os.Stat(filepath.Join(engineDir, btree.FileName)); err == nil && filepath.Clean(cfg.BTreeDir) != engineDir {
+			return fmt.Errorf("node: %w: --btree-dir %s, but %s holds a B+tree file: move it there first", ErrDataDir, cfg.BTreeDir, engineDir)
+		}
+		engineDir = cfg.BTreeDir
+	}
+	if n.eng, err = catalog.Open(cfg.Engine, engineDir, eo); err != nil {
 		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)
 	}
 	reg := newRegistry(n.eng)

@@ -184,3 +184,50 @@ func TestDataDirWithoutIDGetsOneOnce(t *testing.T) {
 		t.Errorf("IDs across restarts of a legacy directory: %q", ids)
 	}
 }
+
+// --btree-dir puts the B+tree file in a directory of its own, where a restart finds it;
+// a data directory that already holds a B+tree file refuses to move it silently.
+func TestBTreeDirHoldsTheBTreeFile(t *testing.T) {
+	cfg := testConfig(t, "btree")
+	cfg.BTreeDir = filepath.Join(t.TempDir(), "btree")
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	if err := c.Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.BTreeDir, "kura.bolt")); err != nil {
+		t.Fatalf("no B+tree file in --btree-dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "btree", "kura.bolt")); err == nil {
+		t.Fatal("a B+tree file in the data directory too")
+	}
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	c = redis.NewClient(&redis.Options{Addr: n.Addr()})
+	got := c.Get(context.Background(), "k").Val()
+	c.Close()
+	n.Shutdown(context.Background())
+	if got != "v" {
+		t.Fatalf("after restart GET = %q", got)
+	}
+
+	// A node that kept its B+tree in its data directory, restarted with --btree-dir.
+	moved := testConfig(t, "btree")
+	if n, err = Start(moved, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	n.Shutdown(context.Background())
+	moved.BTreeDir = filepath.Join(t.TempDir(), "elsewhere")
+	if _, err := Start(moved, quiet()); !errors.Is(err, ErrDataDir) {
+		t.Fatalf("--btree-dir away from an existing B+tree file: %v, want ErrDataDir", err)
+	}
+}
