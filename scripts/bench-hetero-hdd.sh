@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The paper's experiment (seed 000, issue 5) on emulated HDDs with data larger than memory:
 # scripts/bench-hetero.sh with two emulated HDDs per host, the lsm write-ahead logs on one
-# (hdd1..hdd3) and all data on the other (hdd11..hdd13), as the paper's hosts had two disks
-# and Cassandra's operators give the commit log a disk of its own. Run as root (loop devices
+# (hdd1..hdd3) and all other data on the other (hdd11..hdd13), as the paper's hosts had two
+# disks and Cassandra's operators give the commit log a disk of its own; the heterogeneous
+# hosts' B+tree files go on the log disk too (BTREE_DIR). Run as root (loop devices
 # and cgroups); it brings the disks up if they are not, and leaves them up. Usage:
 #
 #   scripts/bench-hetero-hdd.sh [OUT]          (default OUT: bench-results/hetero-hdd)
@@ -27,7 +28,9 @@ for d in 1 2 3; do
 done
 # Write-ahead logs of an earlier run would be replayed into the new clusters' stores
 # (unless that run's data is reused, REUSE_DATA=1).
-[ -n "${REUSE_DATA:-}" ] || rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous
+# So would B+tree files of an earlier run be read.
+[ -n "${REUSE_DATA:-}" ] || rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous \
+  /mnt/kura-hdd{1,2,3}/btree-heterogeneous
 
 export RECORDS=${RECORDS:-1000000} RATE=${RATE:-200}
 export DATA_ROOT=${DATA_ROOT:-'/mnt/kura-hdd1{host}'}
@@ -37,12 +40,16 @@ export NODE_WRAPPER=${NODE_WRAPPER:-"env GOMEMLIMIT=200MiB $EMU run --disk hdd1{
 export MEMORY_NODE_WRAPPER=${MEMORY_NODE_WRAPPER:-"$EMU run --disk hdd1{host} --memory 3G --"}
 export SERVER_FLAGS=${SERVER_FLAGS:-"--durability=periodic --lsm-memtable-size-bytes=16777216"}
 export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cache-bytes=67108864 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-homogeneous"}
-export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous"}
+# The heterogeneous hosts keep the B+tree file on the log disk (--btree-dir), away from
+# the lsm node's sstables: its random page writes would take the I/O their flushes need
+# (BTREE_DIR= keeps it in the data directory, on the data disk, as the first runs did).
+BTREE_DIR=${BTREE_DIR-'/mnt/kura-hdd{host}/btree-heterogeneous'}
+export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous${BTREE_DIR:+ --btree-dir=$BTREE_DIR}"}
 export HOMO_LIMITS=${HOMO_LIMITS:-"lsm=512M"} HETERO_LIMITS=${HETERO_LIMITS:-"lsm=352M btree=160M"}
 status=0
 scripts/bench-hetero.sh "$OUT" || status=$?
 if [ "$status" -eq 0 ]; then
-  rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous
+  rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous /mnt/kura-hdd{1,2,3}/btree-heterogeneous
   for d in 1 2 3; do fstrim "/mnt/kura-hdd$d" 2>/dev/null || true; done
 fi
 exit "$status"
