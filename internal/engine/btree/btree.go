@@ -42,6 +42,8 @@ type DB struct {
 	isClosed   atomic.Bool // fast check for Get, which does not take mu
 	rows       atomic.Int64
 	queueBytes atomic.Int64 // bytes of requests waiting in the queue, for Stats
+	// syncMu makes a commit wait for a sync in progress (Periodic durability): see sync.
+	syncMu sync.Mutex
 
 	// Counters for tests and future metrics.
 	commits atomic.Int64 // write transactions committed
@@ -204,10 +206,26 @@ func (d *DB) Flush() error {
 	if d.closed {
 		return fmt.Errorf("btree: flush: %w", engine.ErrClosed)
 	}
-	if err := d.bolt.Sync(); err != nil {
+	if err := d.sync(); err != nil {
 		return fmt.Errorf("btree: flush: %w", err)
 	}
 	return nil
+}
+
+// sync fsyncs the file while commits wait. In Periodic durability a commit only writes
+// pages into the page cache, and pays for them at the next sync, in random writes: a
+// B+tree larger than its memory syncing a second of writes can keep a disk busy for
+// seconds. Holding commits off meanwhile makes writes pay for the disk work they cause,
+// as an LSM's writes stall when its flushes fall behind, so that the engine's response
+// time shows a saturated disk at once (coordinators pace asynchronous writes to a
+// read-optimized replica by it) instead of piling up dirty pages for later syncs.
+func (d *DB) sync() error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	if d.opts.duringSync != nil {
+		d.opts.duringSync()
+	}
+	return d.bolt.Sync()
 }
 
 // Stats reports the file's disk usage, an estimate of the Go memory the engine holds, and the exact
@@ -276,7 +294,7 @@ func (d *DB) syncLoop() {
 		case <-t.C:
 			// An error here has no caller to go to; the next tick, Flush or Close retries
 			// and reports it.
-			if d.bolt.Sync() == nil {
+			if d.sync() == nil {
 				d.syncs.Add(1)
 			}
 		}

@@ -300,3 +300,32 @@ func TestFlippedValueByteIsErrCorrupt(t *testing.T) {
 		t.Fatalf("apply over corrupted row: got %v, want ErrCorrupt", err)
 	}
 }
+
+// In Periodic durability a commit waits for a sync in progress, so that writes pay for
+// the disk work they cause when they cause it (DB.sync).
+func TestCommitWaitsForASyncInProgress(t *testing.T) {
+	o := testOptions()
+	o.Durability = engine.Periodic
+	o.SyncInterval = time.Hour // only Flush syncs
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	o.duringSync = func() { once.Do(func() { close(entered); <-release }) }
+	d := openTest(t, t.TempDir(), o)
+	flushed := make(chan error, 1)
+	go func() { flushed <- d.Flush() }()
+	<-entered
+	applied := applyAsync(d, put("k", "c", "v", 1))
+	select {
+	case err := <-applied:
+		close(release) // or Close waits for the held Flush
+		t.Fatalf("a commit went ahead during a sync: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-applied; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -112,6 +112,8 @@ func (d *DB) fillGroup(group []*request) []*request {
 // in a transaction of its own, so that one bad request (say, one that reads a corrupted
 // row) fails alone and its neighbours still commit.
 func (d *DB) commitGroup(w *writer, group []*request) {
+	d.syncMu.Lock() // not during a sync: see DB.sync
+	defer d.syncMu.Unlock()
 	err := w.update(group)
 	if err == nil || len(group) == 1 {
 		for _, r := range group {

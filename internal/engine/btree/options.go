@@ -67,6 +67,8 @@ type Options struct {
 	// beforeCommit, set only by this package's tests, runs in the committer before each
 	// group commits; it lets a test hold the committer while requests queue up.
 	beforeCommit func(group []*request)
+	// duringSync, set only by this package's tests, runs while a sync holds off commits.
+	duringSync func()
 }
 
 func (o Options) withDefaults() Options {
