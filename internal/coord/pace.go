@@ -10,8 +10,8 @@ import "time"
 // second's worth), and a window of unanswered writes (MaxInFlight). The rate is what
 // adapts, additive increase and multiplicative decrease: each timely answer adds
 // Increase/rate, so that while nothing is congested the rate grows by Increase writes a
-// second every second; congestion halves it, at most once per Target so that one burst
-// of late answers counts once. Congestion is an answer from the replica later than
+// second every second; congestion halves it, at most once per Span (default Target) so
+// that one burst of late answers counts once. Congestion is an answer from the replica later than
 // Target or a failure (Answered), or a sign from elsewhere (Congested): the driver
 // reports a synchronous replica on the same host answering late.
 //
@@ -29,6 +29,7 @@ import "time"
 // Pure and not safe for concurrent use: the driver holds a lock and passes the time.
 type AsyncPace struct {
 	Target      time.Duration // answers slower than this are congestion; > 0
+	Span        time.Duration // the rate halves at most once per Span; default Target
 	MinRate     float64       // writes per second the rate never falls below; default 1
 	MaxRate     float64       // nor rises above; default 100,000
 	Increase    float64       // rate growth per second without congestion; default DefaultPaceIncrease
@@ -63,6 +64,9 @@ func (p *AsyncPace) init(now time.Time) {
 	}
 	if p.MaxInFlight <= 0 {
 		p.MaxInFlight = DefaultPaceWindow
+	}
+	if p.Span <= 0 {
+		p.Span = p.Target
 	}
 	p.rate = min(max(DefaultPaceRate, p.MinRate), p.MaxRate)
 	p.tokens, p.refilled = p.burst(), now
@@ -110,10 +114,10 @@ func (p *AsyncPace) Answered(took time.Duration, failed bool, now time.Time) {
 	p.rate = min(p.rate+p.Increase/p.rate, p.MaxRate)
 }
 
-// Congested halves the rate, unless it was halved less than Target ago.
+// Congested halves the rate, unless it was halved less than Span ago.
 func (p *AsyncPace) Congested(now time.Time) {
 	p.refill(now)
-	if !p.lastCut.IsZero() && now.Sub(p.lastCut) < p.Target {
+	if !p.lastCut.IsZero() && now.Sub(p.lastCut) < p.Span {
 		return
 	}
 	p.rate = max(p.rate/2, p.MinRate)

@@ -14,25 +14,27 @@ import (
 // under engine-aware and load-aware routing) with one coord.AsyncPace per replica: a
 // replica whose pace is not ready is Backlogged, and its writes are deferred to hints,
 // replayed as its pace allows (clusterNode.replayTo). A synchronous replica answering
-// later than the target slows the pace of every asynchronous replica on its host, whose
+// later than hostTarget slows the pace of every asynchronous replica on its host, whose
 // writes take the disk and cores it needs. Safe for concurrent use.
 type asyncPacer struct {
-	target time.Duration
-	hostOf func(ring.NodeID) string // "" when unknown: no host is congested through it
+	target     time.Duration // an asynchronous replica's own answers later than this slow its pace
+	hostTarget time.Duration // a synchronous replica's answers later than this slow its host's; 0 only failures
+	hostOf     func(ring.NodeID) string // "" when unknown: no host is congested through it
 
 	mu sync.Mutex
 	p  map[ring.NodeID]*coord.AsyncPace
 }
 
-func newAsyncPacer(target time.Duration, hostOf func(ring.NodeID) string) *asyncPacer {
-	return &asyncPacer{target: target, hostOf: hostOf, p: map[ring.NodeID]*coord.AsyncPace{}}
+func newAsyncPacer(target, hostTarget time.Duration, hostOf func(ring.NodeID) string) *asyncPacer {
+	return &asyncPacer{target: target, hostTarget: hostTarget, hostOf: hostOf, p: map[ring.NodeID]*coord.AsyncPace{}}
 }
 
 // pace returns id's pace; a.mu must be held.
 func (a *asyncPacer) pace(id ring.NodeID) *coord.AsyncPace {
 	p := a.p[id]
 	if p == nil {
-		p = &coord.AsyncPace{Target: a.target}
+		// Halvings may come as often as a synchronous replica can be late.
+		p = &coord.AsyncPace{Target: a.target, Span: min(a.target, max(a.hostTarget, 10*time.Millisecond))}
 		a.p[id] = p
 	}
 	return p
@@ -90,13 +92,13 @@ func (a *asyncPacer) sent(id ring.NodeID, n int) func(failed bool) time.Duration
 }
 
 // synchronous returns what to call with the answer to a synchronous write sent to id now:
-// an answer later than the target, or a failure, congests every other replica on id's
+// an answer later than hostTarget, or a failure, congests every other replica on id's
 // host.
 func (a *asyncPacer) synchronous(id ring.NodeID) func(failed bool) {
 	start := time.Now()
 	return func(failed bool) {
 		now := time.Now()
-		if !failed && now.Sub(start) <= a.target {
+		if !failed && (a.hostTarget == 0 || now.Sub(start) <= a.hostTarget) {
 			return
 		}
 		host := a.hostOf(id)
@@ -116,8 +118,8 @@ func (a *asyncPacer) synchronous(id ring.NodeID) func(failed bool) {
 // asyncRateDesc exports every pace at scrape time.
 var asyncRateDesc = prometheus.NewDesc("kura_coordinator_async_write_rate",
 	"This coordinator's pace of asynchronous writes per replica (engine-aware routing), writes per second: "+
-		"writes beyond it are deferred to hints. Halved when the replica, or a synchronous replica on its host, "+
-		"answers later than --async-write-target.",
+		"writes beyond it are deferred to hints. Halved when the replica answers later than --async-write-target, "+
+		"or a synchronous replica on its host later than --write-fallback-after.",
 	[]string{"replica"}, nil)
 
 func (a *asyncPacer) Describe(ch chan<- *prometheus.Desc) { ch <- asyncRateDesc }

@@ -71,7 +71,7 @@ func TestAsyncWritesToASlowReplicaAreDeferredBeyondItsPace(t *testing.T) {
 			return slow
 		})
 		if paced {
-			c.store.async = newAsyncPacer(20*time.Millisecond, func(ring.NodeID) string { return "" })
+			c.store.async = newAsyncPacer(20*time.Millisecond, 20*time.Millisecond, func(ring.NodeID) string { return "" })
 		}
 		for i := range writes {
 			if err := c.store.Apply([]row.Mutation{{Key: fmt.Appendf(nil, "k%d", i), Row: cell("v", 1)}}); err != nil {
@@ -97,8 +97,8 @@ func TestAsyncWritesToASlowReplicaAreDeferredBeyondItsPace(t *testing.T) {
 // A synchronous replica answering late slows the asynchronous writes to the replicas on
 // its host, though they answer at once: they take the disk and the cores it needs. Here
 // the in-memory replica n3 answers 60 ms late (the target is 20 ms) and the
-// read-optimized n2 at once: on n3's host, most of n2's writes are deferred; on a host
-// of its own, none (or, on a slow machine, few).
+// read-optimized n2 at once (its own target is a second): on n3's host, most of n2's
+// writes are deferred; on a host of its own, none (or, on a slow machine, few).
 func TestALateSynchronousReplicaSlowsTheAsynchronousOnesOnItsHost(t *testing.T) {
 	const writers, each = 8, 20
 	for _, cohosted := range []bool{true, false} {
@@ -107,7 +107,7 @@ func TestALateSynchronousReplicaSlowsTheAsynchronousOnesOnItsHost(t *testing.T) 
 		if cohosted {
 			hosts["n3"] = "h2"
 		}
-		c.store.async = newAsyncPacer(20*time.Millisecond, func(id ring.NodeID) string { return hosts[id] })
+		c.store.async = newAsyncPacer(time.Second, 20*time.Millisecond, func(id ring.NodeID) string { return hosts[id] })
 		var wg sync.WaitGroup
 		errs := make(chan error, writers*each)
 		for w := range writers {
@@ -156,7 +156,7 @@ func TestHintReplayTakesTheReplicasPace(t *testing.T) {
 	}
 	pending := func() int64 { return hints.Stats()["n2"].Hints }
 
-	c.async = newAsyncPacer(cfg.AsyncWriteTarget, func(ring.NodeID) string { return "" })
+	c.async = newAsyncPacer(cfg.AsyncWriteTarget, cfg.WriteFallback, func(ring.NodeID) string { return "" })
 	late := &slowCaller{delay: 50 * time.Millisecond}
 	c.replayTo("n2", late)
 	if _, n := late.stats(); n != coord.DefaultPaceWindow || pending() != stored-coord.DefaultPaceWindow {

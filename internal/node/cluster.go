@@ -94,7 +94,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
 	reg.MustRegister(internodeCollector{c})
 	if cfg.AsyncWriteTarget > 0 && cfg.Routing != "uniform" { // uniform routing sends nothing asynchronously
-		c.async = newAsyncPacer(cfg.AsyncWriteTarget, c.hostOf)
+		c.async = newAsyncPacer(cfg.AsyncWriteTarget, cfg.WriteFallback, c.hostOf)
 		reg.MustRegister(c.async)
 	}
 	if err := c.startServer(); err != nil {
