@@ -17,8 +17,8 @@ import (
 // later than hostTarget slows the pace of every asynchronous replica on its host, whose
 // writes take the disk and cores it needs. Safe for concurrent use.
 type asyncPacer struct {
-	target     time.Duration // an asynchronous replica's own answers later than this slow its pace
-	hostTarget time.Duration // a synchronous replica's answers later than this slow its host's; 0 only failures
+	target     time.Duration            // an asynchronous replica's own answers later than this slow its pace
+	hostTarget time.Duration            // a synchronous replica's answers later than this slow its host's; 0 only failures
 	hostOf     func(ring.NodeID) string // "" when unknown: no host is congested through it
 
 	mu sync.Mutex
