@@ -49,7 +49,42 @@ func newAdminCmd() *cobra.Command {
 		})
 	}
 	cmd.AddCommand(newTiersCmd(&addr))
+	cmd.AddCommand(&cobra.Command{
+		Use:   "rebuild",
+		Short: "Refill the node's replica from its peers (like nodetool rebuild); it serves no reads until done",
+		Long: `rebuild makes the node at --admin pull every range it replicates from the other replicas
+of each range, in key order, as a restarted in-memory node does. Until it has, it takes
+writes but is asked no reads (kura admin status shows it as refilling). For a replica far
+behind its peers, such as a read-optimized replica whose asynchronous writes were deferred
+to hints through a bulk load on slow disks: pulling in key order writes its B+tree far
+faster than replaying the hints in the order they were written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return postAdmin(cmd.Context(), cmd.OutOrStdout(), addr, "/rebuild")
+		},
+	})
 	return cmd
+}
+
+// postAdmin POSTs to path on a node's admin address and prints the answer.
+func postAdmin(ctx context.Context, out io.Writer, addr, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
+	}
+	_, err = out.Write(body)
+	return err
 }
 
 // fetchStatus reads /cluster from a node's admin address.

@@ -57,6 +57,8 @@ type clusterNode struct {
 	store    *clusterStore
 	metrics  *clusterMetrics
 	async    *asyncPacer // nil: asynchronous writes are not paced
+	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
+	refilling atomic.Bool
 
 	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
 	peersMu sync.Mutex
@@ -133,6 +135,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 		return nil, err
 	}
 	if self.Refilling {
+		c.refilling.Store(true)
 		c.log.Info("in-memory node restarted: refilling from peers before serving reads")
 		c.wg.Add(1)
 		go c.refill()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -101,6 +102,7 @@ func (c *clusterNode) refill() {
 }
 
 func (c *clusterNode) finishRefill(start time.Time, rows int) {
+	defer c.refilling.Store(false)
 	c.handler.SetRefilling(false)
 	c.gossip.Update(func(m *cluster.Member) { m.Refilling = false })
 	c.log.Info("refilled from peers: serving reads", "rows", rows, "took", time.Since(start).Round(time.Millisecond))
@@ -162,4 +164,25 @@ func (c *clusterNode) pullPage(src ring.NodeID, lo, hi []byte) (int, []byte, err
 func (c *clusterNode) ownsTokens(id ring.NodeID) bool {
 	m, ok := c.state.Load().members[id]
 	return ok && (m.Status == cluster.Normal || m.Status == cluster.Leaving)
+}
+
+// errRefilling is rebuild's answer while a refill is under way.
+var errRefilling = errors.New("node: already refilling from peers")
+
+// rebuild makes this replica pull every range it replicates from the other replicas, as
+// a restarted in-memory node does (Cassandra's nodetool rebuild): it serves no reads until
+// done, and takes writes meanwhile. For a replica that lags far behind (a read-optimized
+// replica whose asynchronous writes were deferred through a bulk load): a refill reads
+// the peers' rows in key order and writes them in key order, where replaying the hints
+// writes them in random order; the hints' replay afterwards finds the rows there.
+func (c *clusterNode) rebuild() error {
+	if !c.refilling.CompareAndSwap(false, true) {
+		return errRefilling
+	}
+	c.log.Info("rebuilding from peers: serving no reads until done")
+	c.handler.SetRefilling(true)
+	c.gossip.Update(func(m *cluster.Member) { m.Refilling = true })
+	c.wg.Add(1)
+	go c.refill()
+	return nil
 }

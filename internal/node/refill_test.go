@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +227,93 @@ func getRetryingUnavailable(ctx context.Context, c *redis.Client, key string) (s
 			return v, err
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A read-optimized replica that missed writes (down while they were made, its hints
+// dropped) is rebuilt on demand: POST /rebuild makes it refill from its peers, reads skip
+// it meanwhile, a second rebuild is refused while one runs, and afterwards it holds every
+// row.
+func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
+	ctx := context.Background()
+	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Shutdown(ctx)
+	cfg2 := heteroConfig(t, "btree", "h2", n1.GossipAddr())
+	n2, err := Start(cfg2, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n3, err := Start(heteroConfig(t, "memory", "h3", n1.GossipAddr()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n3.Shutdown(ctx)
+	for _, n := range []*Node{n1, n2, n3} {
+		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+	}
+	id2 := ring.NodeID(n2.ID())
+	if err := n2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.state.Load().members[id2].Up })
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
+	defer c1.Close()
+	const keys = 200
+	for i := range keys {
+		if err := c1.Set(ctx, fmt.Sprint("y", i), fmt.Sprint("v", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n2, err = Start(cfg2, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Shutdown(ctx)
+	eventually(t, "n2 is up again", func() bool { return n1.cluster.state.Load().members[id2].Up })
+	if r, _ := n2.cluster.handler.Read([]byte("y0"), false); r.Found {
+		t.Fatal("n2 has y0 before the rebuild: the test would prove nothing")
+	}
+
+	release := make(chan struct{})
+	defer func(g func()) { refillGate = g }(refillGate)
+	refillGate = func() { <-release }
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	post := func() (int, string) {
+		resp, err := http.Post("http://"+n2.AdminAddr()+"/rebuild", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(); code != http.StatusOK {
+		t.Fatalf("POST /rebuild: %d %s", code, body)
+	}
+	eventually(t, "n1 sees n2 refilling", func() bool { return n1.cluster.state.Load().members[id2].Refilling })
+	if code, body := post(); code != http.StatusConflict {
+		t.Fatalf("a second POST /rebuild during the first: %d %s, want 409", code, body)
+	}
+	if v, err := getRetryingUnavailable(ctx, c1, "y0"); err != nil || v != "v0" {
+		t.Fatalf("GET y0 while n2 rebuilds: %q, %v", v, err)
+	}
+	close(release)
+	released = true
+	eventually(t, "n1 sees n2 rebuilt", func() bool { return !n1.cluster.state.Load().members[id2].Refilling })
+	for i := range keys {
+		key := fmt.Sprint("y", i)
+		if r, err := n2.cluster.handler.Read([]byte(key), false); err != nil || !r.Found {
+			t.Fatalf("after the rebuild n2 lacks %s: %v", key, err)
+		}
 	}
 }

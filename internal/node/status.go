@@ -94,6 +94,24 @@ func (c *clusterNode) status() ClusterStatus {
 }
 
 // serveCluster answers /cluster on the admin address.
+// serveRebuild starts a rebuild of this node's replica from its peers (POST).
+func (n *Node) serveRebuild(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST to start a rebuild\n", http.StatusMethodNotAllowed)
+		return
+	}
+	c := n.clusterP.Load()
+	if c == nil {
+		http.Error(w, "not in cluster mode (start with --gossip-listen)\n", http.StatusNotFound)
+		return
+	}
+	if err := c.rebuild(); err != nil {
+		http.Error(w, err.Error()+"\n", http.StatusConflict)
+		return
+	}
+	w.Write([]byte("rebuilding: the node serves no reads until it has pulled its ranges from its peers\n"))
+}
+
 func (n *Node) serveCluster(w http.ResponseWriter, _ *http.Request) {
 	c := n.clusterP.Load()
 	if c == nil {

@@ -329,3 +329,29 @@ func TestCommitWaitsForASyncInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Applying what is stored already (a replayed hint, a repair, a refill) dirties no page.
+func TestApplyingStoredCellsWritesNoPage(t *testing.T) {
+	d := openTest(t, t.TempDir(), testOptions())
+	for i := range 200 {
+		if err := d.Apply([]row.Mutation{put(fmt.Sprintf("k%03d", i), "c", "v", 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := func(m row.Mutation) int64 {
+		written := func() int64 { s := d.bolt.Stats(); return s.TxStats.GetWrite() }
+		before := written()
+		if err := d.Apply([]row.Mutation{m}); err != nil {
+			t.Fatal(err)
+		}
+		return written() - before
+	}
+	same, changed := pages(put("k100", "c", "v", 1)), pages(put("k100", "c", "w", 2))
+	t.Logf("page writes: %d re-applying a stored cell, %d for a new one", same, changed)
+	if same >= changed {
+		t.Fatalf("re-applying a stored cell wrote %d pages, a new cell %d", same, changed)
+	}
+	if r, _, err := d.Get([]byte("k100")); err != nil || string(r.Cells[0].Value) != "w" {
+		t.Fatalf("k100 = %v, %v", r, err)
+	}
+}

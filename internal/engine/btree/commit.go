@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"bytes"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -190,6 +191,11 @@ func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int6
 	// bbolt keeps the value slice until the transaction commits, so every Put gets its own
 	// copy; the scratch buffer only saves growing it piecemeal.
 	w.scratch = appendValue(w.scratch[:0], m.Key, &merged)
+	if bytes.Equal(old, w.scratch) {
+		// Nothing new (a replayed hint, a repair, a refill of a row already here): no
+		// page to dirty.
+		return 0, nil
+	}
 	v := make([]byte, len(w.scratch))
 	copy(v, w.scratch)
 	if cap(w.scratch) > maxScratchBytes {
