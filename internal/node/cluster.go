@@ -429,7 +429,7 @@ func (c *clusterNode) loadView() (*cluster.View, error) {
 
 // hintLoop replays hints to replicas that are up, a few batches per interval: to those
 // that were down, and to those whose asynchronous writes were deferred, as far as their
-// windows have room.
+// paces allow.
 func (c *clusterNode) hintLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(hintReplayInterval)
