@@ -68,20 +68,9 @@ faster than replaying the hints in the order they were written.`,
 
 // postAdmin POSTs to path on a node's admin address and prints the answer.
 func postAdmin(ctx context.Context, out io.Writer, addr, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, nil)
+	body, err := adminRequest(ctx, http.MethodPost, addr, path)
 	if err != nil {
 		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
 	}
 	_, err = out.Write(body)
 	return err
@@ -101,31 +90,42 @@ var errNotFound = errors.New("not found")
 
 // fetchJSON reads path from a node's admin address into v.
 func fetchJSON(ctx context.Context, addr, path string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	body, err := adminRequest(ctx, http.MethodGet, addr, path)
 	if err != nil {
 		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("admin %s: %w", addr, err)
-	}
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("admin %s: %w: %s", addr, errNotFound, strings.TrimSpace(string(body)))
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("admin %s: %w", addr, err)
 	}
 	return nil
+}
+
+// adminRequest sends method to path on a node's admin address and returns the body of a
+// 200 answer; any other answer is an error carrying its body (wrapping errNotFound for a
+// 404).
+func adminRequest(ctx context.Context, method, addr, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("admin %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("admin %s: %w", addr, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("admin %s: %w: %s", addr, errNotFound, strings.TrimSpace(string(body)))
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
+	}
+	return body, nil
 }
 
 // newTiersCmd is `kura admin tiers`: each tiered node's tiers, every member's when the

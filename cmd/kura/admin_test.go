@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +67,31 @@ host1: fast budget 1.0 GiB, 900.0 MiB of rows on it; reads from the fast tier 90
 `
 	if got := b.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// kura admin rebuild POSTs /rebuild and prints the answer; a refusal is an error carrying
+// the node's reason.
+func TestAdminRebuildPostsAndReportsRefusals(t *testing.T) {
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/rebuild" {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		if calls++; calls > 1 {
+			http.Error(w, "node: already refilling from peers", http.StatusConflict)
+			return
+		}
+		w.Write([]byte("rebuilding\n"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	var out strings.Builder
+	if err := postAdmin(context.Background(), &out, addr, "/rebuild"); err != nil || out.String() != "rebuilding\n" {
+		t.Fatalf("first rebuild: %q, %v", out.String(), err)
+	}
+	if err := postAdmin(context.Background(), &out, addr, "/rebuild"); err == nil || !strings.Contains(err.Error(), "already refilling") {
+		t.Fatalf("second rebuild: %v, want the node's refusal", err)
 	}
 }

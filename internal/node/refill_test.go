@@ -98,6 +98,32 @@ func heteroConfig(t *testing.T, eng, host, seed string) config.Config {
 	return c
 }
 
+// startHeteroTrio starts an lsm, a btree and a memory node on hosts h1..h3 and waits
+// until each sees all three; it returns them and the btree's and memory node's configs,
+// for restarts. The caller shuts them down.
+func startHeteroTrio(t *testing.T) (n1, n2, n3 *Node, cfg2, cfg3 config.Config) {
+	t.Helper()
+	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2 = heteroConfig(t, "btree", "h2", n1.GossipAddr())
+	if n2, err = Start(cfg2, quiet()); err != nil {
+		n1.Shutdown(context.Background())
+		t.Fatal(err)
+	}
+	cfg3 = heteroConfig(t, "memory", "h3", n1.GossipAddr())
+	if n3, err = Start(cfg3, quiet()); err != nil {
+		n1.Shutdown(context.Background())
+		n2.Shutdown(context.Background())
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{n1, n2, n3} {
+		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+	}
+	return n1, n2, n3, cfg2, cfg3
+}
+
 // A restarted in-memory node is empty. Here a write was acknowledged by the write-optimized
 // and in-memory replicas while the read-optimized one never got it (its asynchronous write
 // "had not landed"): once the in-memory node restarts, the read-optimized and in-memory
@@ -106,24 +132,9 @@ func heteroConfig(t *testing.T, eng, host, seed string) config.Config {
 // it has pulled its ranges it holds everything and serves reads again.
 func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	ctx := context.Background()
-	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1, n2, n3, cfg2, cfg3 := startHeteroTrio(t)
 	defer n1.Shutdown(ctx)
-	cfg2 := heteroConfig(t, "btree", "h2", n1.GossipAddr())
-	n2, err := Start(cfg2, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg3 := heteroConfig(t, "memory", "h3", n1.GossipAddr())
-	n3, err := Start(cfg3, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []*Node{n1, n2, n3} {
-		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
-	}
+	var err error
 	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
 	defer c1.Close()
 	const keys = 300
@@ -236,24 +247,10 @@ func getRetryingUnavailable(ctx context.Context, c *redis.Client, key string) (s
 // row.
 func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 	ctx := context.Background()
-	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1, n2, n3, cfg2, _ := startHeteroTrio(t)
 	defer n1.Shutdown(ctx)
-	cfg2 := heteroConfig(t, "btree", "h2", n1.GossipAddr())
-	n2, err := Start(cfg2, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n3, err := Start(heteroConfig(t, "memory", "h3", n1.GossipAddr()), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer n3.Shutdown(ctx)
-	for _, n := range []*Node{n1, n2, n3} {
-		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
-	}
+	var err error
 	id2 := ring.NodeID(n2.ID())
 	if err := n2.Shutdown(ctx); err != nil {
 		t.Fatal(err)
