@@ -146,15 +146,21 @@ start_cluster() {
   COMMON=(--target "$target?record=$RECORD" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
 }
 
+# admin_addrs CLUSTER [ENGINE]: the admin address of every node of the cluster, or of its
+# ENGINE nodes, from kura dev's listing.
+admin_addrs() {
+  awk -v e="${2:+-$2}" '/ pid [0-9]+$/ && $1 ~ e"$" { for (i = 1; i < NF; i++) if ($i == "admin") print $(i + 1) }' "$WORK/$1.out"
+}
+
 # hints_pending CLUSTER: hints held for replicas, summed over every node's metrics
-# (asynchronous writes to read-optimized replicas deferred by their windows, and writes
+# (asynchronous writes to read-optimized replicas deferred by their paces, and writes
 # for replicas that were down or late).
 hints_pending() {
   local a total=0 n
   while read -r a; do
     n=$(curl -s --max-time 5 "http://$a/metrics" | awk '/^kura_hints_pending / {printf "%d", $2}')
     total=$((total + ${n:-0}))
-  done < <(awk '/ pid [0-9]+$/ { for (i = 1; i < NF; i++) if ($i == "admin") print $(i + 1) }' "$WORK/$1.out")
+  done < <(admin_addrs "$1")
   echo "$total"
 }
 
@@ -163,13 +169,12 @@ hints_pending() {
 # order (kura admin rebuild) and waits until none is refilling, up to HINT_DRAIN seconds.
 rebuild_btrees() {
   local start=$SECONDS a any
-  while read -r a; do "$KURA" admin rebuild --admin "$a" >/dev/null; done \
-    < <(awk '/-btree .* pid [0-9]+$/ { for (i = 1; i < NF; i++) if ($i == "admin") print $(i + 1) }' "$WORK/$1.out")
+  while read -r a; do "$KURA" admin rebuild --admin "$a" >/dev/null; done < <(admin_addrs "$1" btree)
   while :; do
     any=0
     while read -r a; do
       curl -s --max-time 5 "http://$a/cluster" | grep -q '"refilling":true' && any=1
-    done < <(awk '/-btree .* pid [0-9]+$/ { for (i = 1; i < NF; i++) if ($i == "admin") print $(i + 1) }' "$WORK/$1.out")
+    done < <(admin_addrs "$1" btree)
     [ "$any" -eq 0 ] && break
     if [ $((SECONDS - start)) -ge "$HINT_DRAIN" ]; then
       echo "# $1: WARNING: B+tree nodes still rebuilding ${HINT_DRAIN}s after the load" | tee -a "$OUT/conditions.txt"
@@ -180,21 +185,22 @@ rebuild_btrees() {
   echo "# $1: B+tree nodes rebuilt from their peers in $((SECONDS - start)) s" | tee -a "$OUT/conditions.txt"
 }
 
-# drain_hints CLUSTER: waits, up to HINT_DRAIN (seconds), until no node holds hints, so
-# that every replica has the loaded records before measuring; logs the progress.
+# drain_hints CLUSTER: waits, up to HINT_DRAIN (seconds) from its call, until no node
+# holds hints, so that every replica has the loaded records before measuring; logs the
+# progress.
 drain_hints() {
   local start=$SECONDS n
   while :; do
     n=$(hints_pending "$1")
-    echo "$1 $(date -u +%FT%TZ) after_load_s $((SECONDS - start)) hints_pending $n" >>"$OUT/hints.txt"
+    echo "$1 $(date -u +%FT%TZ) waited_s $((SECONDS - start)) hints_pending $n" >>"$OUT/hints.txt"
     [ "$n" -eq 0 ] && break
     if [ $((SECONDS - start)) -ge "$HINT_DRAIN" ]; then
-      echo "# $1: WARNING: $n hints still pending ${HINT_DRAIN}s after the load" | tee -a "$OUT/conditions.txt"
+      echo "# $1: WARNING: $n hints still pending after ${HINT_DRAIN}s of waiting" | tee -a "$OUT/conditions.txt"
       break
     fi
     sleep 10
   done
-  echo "# $1: hints drained (or given up) $((SECONDS - start)) s after the load" | tee -a "$OUT/conditions.txt"
+  echo "# $1: hints drained (or given up) after $((SECONDS - start)) s of waiting" | tee -a "$OUT/conditions.txt"
 }
 
 # apply_limits CLUSTER: sets each node's memory limit from HOMO_LIMITS or HETERO_LIMITS
