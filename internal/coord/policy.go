@@ -18,9 +18,10 @@ type Replica struct {
 	// level: an in-memory replica that restarted with less than it had acknowledged is
 	// pulling its rows back from its peers, and would answer "not found" for the rest.
 	Refilling bool
-	// Lagging marks a replica that may not hold yet a write this coordinator made to the
+	// Lagging marks a replica that may not hold yet a write this coordinator made: to the
 	// key moments ago, because its copy was sent without waiting for it (the
-	// read-optimized replica under EngineAware). LoadAware reads ask it last.
+	// read-optimized replica under EngineAware), or to any key, because the coordinator
+	// holds a hint for it (a deferred or undelivered write). LoadAware reads ask it last.
 	Lagging bool
 	// Latency is this coordinator's recent view of the replica's response time (0:
 	// unknown). LoadAware reads ask an overloaded replica last.
@@ -231,9 +232,9 @@ func (EngineAware) PlanRead(replicas []Replica, need int) ReadPlan {
 // 4.2 and 7 name them as future work); writes are planned as EngineAware plans them.
 //
 //   - A key this coordinator wrote moments ago is read from the replicas that certainly
-//     have it: replicas marked Lagging (whose copy was sent without waiting) are asked
-//     last, so the read does not find a stale read-optimized replica, disagree, and pay
-//     for a second round.
+//     have it: replicas marked Lagging (whose copy was sent without waiting, or that
+//     the coordinator holds hints for) are asked last, so the read does not find a
+//     stale read-optimized replica, disagree, and pay for a second round and a repair.
 //   - An overloaded replica is asked last: one whose recent latency is over
 //     OverloadFactor times the least latency among the replicas that could be asked, and
 //     over OverloadFloor. The paper's heterogeneous cluster lost to the baseline on the

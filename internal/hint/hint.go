@@ -257,6 +257,15 @@ func (s *Store) firstCreated(target string) time.Time {
 	return created
 }
 
+// Holds reports whether the store holds any hint for target: writes target has not had
+// yet. Cheap enough to call per request.
+func (s *Store) Holds(target string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.targets[target]
+	return st != nil && st.Hints > 0
+}
+
 // Stats returns a copy of the counters of every target that has or had hints.
 func (s *Store) Stats() map[string]Stats {
 	s.mu.Lock()

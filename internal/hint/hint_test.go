@@ -42,6 +42,9 @@ func TestHintsSurviveRestartAndReplayOldestFirst(t *testing.T) {
 	if st := s.Stats()["n2"]; st.Hints != 3 || !st.Oldest.Equal(t0) || st.Bytes == 0 {
 		t.Fatalf("after restart n2 has %+v, want 3 hints from %v", st, t0)
 	}
+	if !s.Holds("n2") || !s.Holds("n3") || s.Holds("n4") {
+		t.Fatalf("Holds n2 %v n3 %v n4 %v; want true true false", s.Holds("n2"), s.Holds("n3"), s.Holds("n4"))
+	}
 	var sent []string
 	send := func(ms []row.Mutation) error {
 		for _, m := range ms {
@@ -64,6 +67,9 @@ func TestHintsSurviveRestartAndReplayOldestFirst(t *testing.T) {
 	}
 	if st := s.Stats(); st["n2"].Hints != 0 || st["n2"].Bytes != 0 || st["n3"].Hints != 1 {
 		t.Errorf("stats after replay: %+v", st)
+	}
+	if s.Holds("n2") || !s.Holds("n3") {
+		t.Errorf("after n2's replay Holds n2 %v n3 %v; want false true", s.Holds("n2"), s.Holds("n3"))
 	}
 }
 

@@ -281,7 +281,11 @@ func (c *clusterNode) newStore() *clusterStore {
 	policy, _ := coord.PolicyByName(c.cfg.Routing) // validated by config
 	var load *loadTracker
 	if _, ok := policy.(coord.LoadAware); ok {
-		load = newLoadTracker()
+		var hinted func(ring.NodeID) bool
+		if c.hints != nil {
+			hinted = func(id ring.NodeID) bool { return c.hints.Holds(string(id)) }
+		}
+		load = newLoadTracker(hinted)
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
 		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hints,

@@ -38,6 +38,9 @@ func (c *testCluster) Add(target string, _ row.Mutation, _ time.Time) error {
 	return nil
 }
 
+// holds reports whether a hint is stored for id (hint.Store.Holds).
+func (c *testCluster) holds(id ring.NodeID) bool { return c.hintsFor(id) > 0 }
+
 // hintsFor counts the hints stored for id.
 func (c *testCluster) hintsFor(id ring.NodeID) int {
 	n := 0

@@ -12,11 +12,17 @@ import (
 )
 
 // loadTracker is what a coordinator knows for load-aware routing (coord.LoadAware): the
-// keys it wrote moments ago, and each peer's recent response time. Both are local: no
-// message carries them. Safe for concurrent use.
+// keys it wrote moments ago, the replicas it holds hints for, and each peer's recent
+// response time. All are local: no message carries them. Safe for concurrent use.
 type loadTracker struct {
 	recent recentWrites
 	peers  sync.Map // ring.NodeID -> *peerLatency; read on every request, written once per peer
+	// hinted, when not nil, reports whether this coordinator holds hints for a replica:
+	// writes it deferred (a read-optimized replica behind its pace) or could not deliver,
+	// and the replica has not had yet. Such a replica lags for every key until they are
+	// replayed: after a write-heavy burst a read-optimized replica can be hundreds of
+	// thousands of writes behind for minutes, far longer than recentWrites remembers.
+	hinted func(ring.NodeID) bool
 }
 
 // Latency samples older than latencyStale are forgotten, so that a replica asked less
@@ -28,8 +34,10 @@ type peerLatency struct {
 	updated atomic.Int64 // unix ns of the last sample
 }
 
-func newLoadTracker() *loadTracker {
-	return &loadTracker{recent: recentWrites{window: recentWriteWindow, max: recentWriteMax}}
+// newLoadTracker returns a tracker; hinted (nil: none) reports the replicas this
+// coordinator holds hints for.
+func newLoadTracker(hinted func(ring.NodeID) bool) *loadTracker {
+	return &loadTracker{recent: recentWrites{window: recentWriteWindow, max: recentWriteMax}, hinted: hinted}
 }
 
 func (t *loadTracker) peer(id ring.NodeID) *peerLatency {
@@ -75,14 +83,15 @@ func (t *loadTracker) latency(id ring.NodeID, now time.Time) time.Duration {
 func (t *loadTracker) wrote(key []byte, now time.Time) { t.recent.add(xxhash.Sum64(key), now) }
 
 // annotate returns a copy of key's replica set with what LoadAware reads need: replicas
-// whose copy of a write this coordinator made moments ago was not waited for are Lagging,
-// and every remote replica carries its recent latency.
+// whose copy of a write this coordinator made moments ago was not waited for, and
+// replicas this coordinator holds hints for, are Lagging, and every remote replica
+// carries its recent latency.
 func (t *loadTracker) annotate(key []byte, replicas []coord.Replica, self ring.NodeID, now time.Time) []coord.Replica {
 	out := make([]coord.Replica, len(replicas))
 	copy(out, replicas)
 	recent := t.recent.has(xxhash.Sum64(key), now)
 	for i := range out {
-		if recent && !coord.Synchronous(out[i].Role) {
+		if recent && !coord.Synchronous(out[i].Role) || t.hinted != nil && t.hinted(out[i].ID) {
 			out[i].Lagging = true
 		}
 		if out[i].ID != self {

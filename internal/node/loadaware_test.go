@@ -39,7 +39,7 @@ func TestRecentWritesRememberAWindowInBoundedMemory(t *testing.T) {
 }
 
 func TestLoadTrackerAnnotatesReplicaSets(t *testing.T) {
-	tr := newLoadTracker()
+	tr := newLoadTracker(nil)
 	now := time.Now()
 	set := []coord.Replica{{ID: "l", Role: engine.WriteOptimized, Up: true}, {ID: "b", Role: engine.ReadOptimized, Up: true},
 		{ID: "m", Role: engine.InMemory, Up: true}}
@@ -64,6 +64,23 @@ func TestLoadTrackerAnnotatesReplicaSets(t *testing.T) {
 	}
 	if got := tr.annotate([]byte("k"), set, "l", now.Add(2*latencyStale)); got[1].Latency != 0 {
 		t.Fatal("a stale latency is still used")
+	}
+}
+
+// A replica this coordinator holds hints for lags for every key, written recently or not,
+// until the hints are gone.
+func TestLoadTrackerMarksHintedReplicasLagging(t *testing.T) {
+	held := map[ring.NodeID]bool{"b": true}
+	tr := newLoadTracker(func(id ring.NodeID) bool { return held[id] })
+	set := []coord.Replica{{ID: "l", Role: engine.WriteOptimized, Up: true}, {ID: "b", Role: engine.ReadOptimized, Up: true},
+		{ID: "m", Role: engine.InMemory, Up: true}}
+	got := tr.annotate([]byte("never written"), set, "l", time.Now())
+	if !got[1].Lagging || got[0].Lagging || got[2].Lagging {
+		t.Fatalf("with hints held for b only b lags: %+v", got)
+	}
+	held = map[ring.NodeID]bool{"m": true}
+	if got := tr.annotate([]byte("never written"), set, "l", time.Now()); got[1].Lagging || !got[2].Lagging {
+		t.Fatalf("with hints held for m only m lags: %+v", got)
 	}
 }
 
@@ -105,7 +122,7 @@ func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, w
 	}
 	c.store.policy = policy
 	if _, ok := policy.(coord.LoadAware); ok {
-		c.store.load = newLoadTracker()
+		c.store.load = newLoadTracker(c.holds)
 	}
 	return c
 }
@@ -129,6 +146,32 @@ func TestLoadAwareReadOfAFreshWriteSkipsTheLaggingReplica(t *testing.T) {
 		if fast := took < 150*time.Millisecond; fast != (policy.Name() == "load-aware") {
 			t.Fatalf("%s: read of a fresh write took %v", policy.Name(), took)
 		}
+	}
+}
+
+// A replica this coordinator holds a hint for (here a deferred write) is asked last by
+// load-aware reads of any key, one it never wrote included, until the hint is replayed:
+// n2 answers 300 ms late, and reads wait for it only once its hint is gone.
+func TestLoadAwareReadsSkipAReplicaWithHintsPending(t *testing.T) {
+	c := heteroTestCluster(t, coord.LoadAware{}, "n2", func(p caller) caller { return delayedCaller{p, 300 * time.Millisecond} })
+	read := func() time.Duration {
+		start := time.Now()
+		if _, found, err := c.store.Get([]byte("never written")); err != nil || found {
+			t.Fatalf("read: found %v, %v", found, err)
+		}
+		return time.Since(start)
+	}
+	if err := c.Add("n2", row.Mutation{Key: []byte("other"), Row: cell("v", 1)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if took := read(); took > 150*time.Millisecond {
+		t.Fatalf("with a hint held for n2 the read took %v; it waited for n2", took)
+	}
+	c.mu.Lock()
+	c.hinted = nil // replayed
+	c.mu.Unlock()
+	if took := read(); took < 250*time.Millisecond {
+		t.Fatalf("with no hint held the read took %v; it did not ask n2, the read-optimized replica", took)
 	}
 }
 
