@@ -6,6 +6,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -196,6 +197,7 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 			return s.RowsEstimate, s.Exact
 		},
 		Info:            n.infoSections,
+		Topology:        n.topology,
 		Version:         Version,
 		MaxKeyBytes:     n.cfg.MaxKeyBytes,
 		MaxValueBytes:   n.cfg.MaxValueBytes,
@@ -205,6 +207,15 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 		IdleTimeout:     n.cfg.IdleTimeout,
 		Registerer:      reg,
 	}
+}
+
+// topology answers KURA.TOPOLOGY: the cluster status of /cluster, as JSON.
+func (n *Node) topology() ([]byte, error) {
+	c := n.clusterP.Load()
+	if c == nil {
+		return nil, errors.New("this node is not part of a cluster")
+	}
+	return json.Marshal(c.status())
 }
 
 // infoSections is the node's part of INFO: the engine and its durability.

@@ -90,6 +90,7 @@ func commandTable() []*command {
 		{"config", -2, 0, 0, 0, 0, "server", "2.0.0", "Depends on subcommand.", "A container for server configuration commands.", cmdConfig, 0},
 		{"info", -1, ls, 0, 0, 0, "server", "1.0.0", "O(1)", "Returns information and statistics about the server.", cmdInfo, 0},
 		{"kura.consistency", -1, flagFast | ls, 0, 0, 0, cn, "kura", "O(1)", "Sets or returns this connection's consistency level (ONE, TWO, QUORUM, ALL) in a cluster.", cmdConsistency, 0},
+		{"kura.topology", 1, ls, 0, 0, 0, "server", "kura", "O(N) where N is the number of tokens", "Returns the cluster's members, tokens and placement as JSON, for token-aware clients.", cmdTopology, 0},
 	}
 }
 

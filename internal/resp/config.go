@@ -82,6 +82,11 @@ type Config struct {
 	KeysEstimate func() (n int64, exact bool)
 	// Info returns extra INFO sections (the engine's). Nil adds none. Called only by INFO.
 	Info func() []InfoSection
+	// Topology returns the cluster's layout for KURA.TOPOLOGY (JSON: the members with
+	// their hosts, roles and client addresses, the tokens, the replication factor and
+	// the placement), which token-aware clients use to send each key to one of its
+	// replicas. Nil (a node outside a cluster) makes KURA.TOPOLOGY an error.
+	Topology func() ([]byte, error)
 	// Version is kura's version as shown by INFO and HELLO. Default "dev".
 	Version string
 	// ErrorPrefix maps a Store error to a RESP error prefix; returning "" falls back to the

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,37 @@ func TestConsistencyIsPerConnectionAndReachesTheStore(t *testing.T) {
 	// A single node has no levels.
 	single := newHandlerEnv(t, Config{})
 	if got := single.do(t, single.h.NewSession(), [][]byte{[]byte("KURA.CONSISTENCY"), []byte("ONE")}); !strings.Contains(got, "not part of a cluster") {
+		t.Errorf("single node: %q", got)
+	}
+}
+
+// KURA.TOPOLOGY returns Config.Topology's JSON as one bulk string; a node without one (a
+// single node) and a failing one answer errors, and the command takes no arguments.
+func TestTopologyReturnsTheClusterLayout(t *testing.T) {
+	e := newHandlerEnv(t, Config{})
+	layout, fail := `{"replication_factor":3}`, error(nil)
+	h, err := NewHandler(Config{Store: e.store, Clock: e.clock.hlc(), Topology: func() ([]byte, error) { return []byte(layout), fail }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = h
+	s := h.NewSession()
+	do := func(line string) string {
+		args, _ := splitArgs(line)
+		return e.do(t, s, args)
+	}
+	if got, want := do("KURA.TOPOLOGY"), `"{\"replication_factor\":3}"`; got != want {
+		t.Errorf("KURA.TOPOLOGY: %s, want %s", got, want)
+	}
+	if got := do("KURA.TOPOLOGY extra"); !strings.Contains(got, "wrong number of arguments") {
+		t.Errorf("KURA.TOPOLOGY extra: %s", got)
+	}
+	fail = errors.New("no ring yet")
+	if got := do("KURA.TOPOLOGY"); !strings.Contains(got, "ERR KURA.TOPOLOGY: no ring yet") {
+		t.Errorf("failing topology: %s", got)
+	}
+	single := newHandlerEnv(t, Config{})
+	if got := single.do(t, single.h.NewSession(), [][]byte{[]byte("KURA.TOPOLOGY")}); !strings.Contains(got, "not part of a cluster") {
 		t.Errorf("single node: %q", got)
 	}
 }

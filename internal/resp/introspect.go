@@ -263,3 +263,17 @@ func cmdConsistency(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	s.consistency = level
 	return appendOK(dst)
 }
+
+// KURA.TOPOLOGY: the cluster's layout as one JSON bulk string (Config.Topology), from
+// which a client can compute every key's replica set as the nodes do and send each
+// request to a replica, saving the coordinator's hop to one (a token-aware client).
+func cmdTopology(h *Handler, dst []byte, _ [][]byte, _ *Session) []byte {
+	if h.cfg.Topology == nil {
+		return appendErr(dst, "ERR KURA.TOPOLOGY: this node is not part of a cluster")
+	}
+	b, err := h.cfg.Topology()
+	if err != nil {
+		return appendErr(dst, "ERR KURA.TOPOLOGY: "+err.Error())
+	}
+	return appendBulk(dst, b)
+}

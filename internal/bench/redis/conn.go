@@ -88,19 +88,54 @@ func (c *conn) encode() {
 	c.args = c.args[:0]
 }
 
-// roundTrip sends the collected command and reads one reply before deadline.
-func (c *conn) roundTrip(deadline time.Time) (reply, error) {
+// send writes the collected command, with deadline for it and its reply.
+func (c *conn) send(deadline time.Time) error {
 	c.encode()
 	if err := c.nc.SetDeadline(deadline); err != nil {
-		return reply{}, fmt.Errorf("redis: %w", err)
+		return fmt.Errorf("redis: %w", err)
 	}
 	if _, err := c.nc.Write(c.out); err != nil {
-		return reply{}, fmt.Errorf("redis: %w", err)
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// roundTrip sends the collected command and reads one reply before deadline.
+func (c *conn) roundTrip(deadline time.Time) (reply, error) {
+	if err := c.send(deadline); err != nil {
+		return reply{}, err
 	}
 	return c.readReply(0)
 }
 
 func (c *conn) close() { _ = c.nc.Close() }
+
+// fetch sends the collected command and returns its reply, which must be a bulk string,
+// whole (the other replies' contents are discarded). The slice is the caller's.
+func (c *conn) fetch(deadline time.Time) ([]byte, error) {
+	if err := c.send(deadline); err != nil {
+		return nil, err
+	}
+	line, err := c.readLine()
+	if err != nil {
+		return nil, err
+	}
+	switch line[0] {
+	case '-':
+		return nil, &ServerError{Msg: string(line[1:])}
+	case '$':
+		n, err := parseInt(line[1:])
+		if err != nil || n < 0 || n > maxBulkBytes {
+			return nil, fmt.Errorf("%w: bulk length %q", errProtocol, line[1:])
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(c.r, b); err != nil {
+			return nil, fmt.Errorf("redis: %w", err)
+		}
+		return b[:n], nil
+	}
+	return nil, fmt.Errorf("%w: want a bulk string, got %q", errProtocol, line[0])
+}
 
 // readLine returns the next CRLF-terminated line without its CRLF. The slice is valid
 // until the next read.

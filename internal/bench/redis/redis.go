@@ -4,6 +4,9 @@
 // (HSET for inserts and updates, HGETALL or HMGET for reads), which is how kura and
 // Redis both store a record of named fields.
 //
+// With ?route=token each operation goes to a node that holds a replica of its key
+// (route.go), as a token-aware Cassandra driver sends it, instead of to the thread's node.
+//
 // With ?record=string each record is one string value instead (SET to write, GET to
 // read; the fields length-prefixed in the value). kura's SET writes blind while its HSET
 // reads the key first (for HSET's count of new fields, WRONGTYPE and the key's TTL), so
@@ -27,6 +30,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kuradb/kura/internal/bench"
@@ -46,6 +50,11 @@ type Target struct {
 	DialTimeout time.Duration // default 5 s
 	// Timeout bounds each operation when the context has no deadline (default 10 s).
 	Timeout time.Duration
+	// Route is where operations go: RouteNode ("", the default) or RouteToken.
+	Route string
+
+	mu     sync.Mutex
+	router *router // RouteToken's, fetched by the first Open
 }
 
 // Record layouts.
@@ -57,7 +66,7 @@ const (
 // Consistency levels kura accepts.
 var consistencyLevels = []string{"ONE", "TWO", "QUORUM", "ALL"}
 
-// ParseURL parses "resp://host:port[,host:port...][?consistency=QUORUM&password=...&record=string]".
+// ParseURL parses "resp://host:port[,host:port...][?consistency=QUORUM&password=...&record=string&route=token]".
 // A bare "host:port[,...]" is accepted too.
 func ParseURL(s string) (*Target, error) {
 	if !strings.Contains(s, "://") {
@@ -79,7 +88,7 @@ func ParseURL(s string) (*Target, error) {
 	}
 	q := u.Query()
 	for k := range q {
-		if k != "consistency" && k != "password" && k != "record" {
+		if k != "consistency" && k != "password" && k != "record" && k != "route" {
 			return nil, fmt.Errorf("redis: target %q: unknown option %q", s, k)
 		}
 	}
@@ -96,50 +105,94 @@ func ParseURL(s string) (*Target, error) {
 	default:
 		return nil, fmt.Errorf("redis: record %q: want %s or %s", r, RecordHash, RecordString)
 	}
+	switch r := strings.ToLower(q.Get("route")); r {
+	case "", RouteNode, RouteToken:
+		t.Route = r
+	default:
+		return nil, fmt.Errorf("redis: route %q: want %s or %s", r, RouteNode, RouteToken)
+	}
 	return t, nil
 }
 
 // Name implements bench.Target.
-func (t *Target) Name() string { return "resp://" + strings.Join(t.Addrs, ",") }
+func (t *Target) Name() string {
+	name := "resp://" + strings.Join(t.Addrs, ",")
+	if t.Route == RouteToken {
+		name += "?route=token"
+	}
+	return name
+}
 
 // Open implements bench.Target: it connects thread's client and runs the connection's
 // setup commands, so that a wrong password or an unknown consistency level fails the
-// run before it starts.
+// run before it starts. Under RouteToken the first Open fetches the cluster's layout.
 func (t *Target) Open(ctx context.Context, thread, _ int) (bench.Client, error) {
 	if len(t.Addrs) == 0 {
 		return nil, errors.New("redis: no addresses")
 	}
-	c := &client{t: t, addr: t.Addrs[thread%len(t.Addrs)]}
-	if err := c.connect(ctx); err != nil {
+	c := &client{t: t, home: t.Addrs[thread%len(t.Addrs)], conns: map[string]*conn{}, failedAt: map[string]time.Time{}}
+	if err := c.connect(ctx, c.home); err != nil {
 		return nil, err
+	}
+	if t.Route == RouteToken {
+		if err := t.loadRouter(ctx, c); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
-// client is one thread's connection. After an I/O error the connection is dropped and
-// the next operation reconnects, so that a server restart costs errors, not the run.
+// loadRouter fetches the cluster's layout through c's connection, once per Target.
+func (t *Target) loadRouter(ctx context.Context, c *client) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.router != nil {
+		return nil
+	}
+	c.conn.begin("KURA.TOPOLOGY")
+	b, err := c.conn.fetch(c.deadline(ctx))
+	if err != nil {
+		return fmt.Errorf("redis: route=token: KURA.TOPOLOGY on %s: %w", c.home, err)
+	}
+	r, err := newRouter(b)
+	if err != nil {
+		return err
+	}
+	t.router = r
+	return nil
+}
+
+// client is one thread's connections: to its own node, and under RouteToken to the
+// nodes its keys' replicas are on. After an I/O error a connection is dropped and the
+// next operation that needs it reconnects, so that a server restart costs errors, not
+// the run.
 type client struct {
 	t        *Target
+	home     string               // the thread's node
+	conns    map[string]*conn     // open connections by address
+	failedAt map[string]time.Time // when the last dial of an address failed
+	conn     *conn                // the current operation's connection, to addr
 	addr     string
-	conn     *conn
-	failedAt time.Time // when the last reconnect failed
-	record   []byte    // scratch for a string record's encoding
+	record   []byte // scratch for a string record's encoding
 }
 
 // redialBackoff spaces reconnect attempts to a server that is down, so that threads wait
 // for it (and their operations' latency says so) instead of spinning on refused dials.
 const redialBackoff = 50 * time.Millisecond
 
-func (c *client) connect(ctx context.Context) error {
+// connect dials addr, runs the connection's setup commands and makes it the current one.
+func (c *client) connect(ctx context.Context, addr string) error {
 	d := net.Dialer{Timeout: c.t.DialTimeout}
 	if d.Timeout == 0 {
 		d.Timeout = 5 * time.Second
 	}
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	c.conn = newConn(nc)
+	c.conn, c.addr = newConn(nc), addr
+	c.conns[addr] = c.conn
 	setup := [][]string{}
 	if c.t.Password != "" {
 		setup = append(setup, []string{"AUTH", c.t.Password})
@@ -149,8 +202,8 @@ func (c *client) connect(ctx context.Context) error {
 	}
 	for _, cmd := range setup {
 		if _, err := c.do(ctx, cmd[0], cmd[1:]...); err != nil {
-			c.Close()
-			return fmt.Errorf("redis: %s on %s: %w", cmd[0], c.addr, err)
+			c.drop()
+			return fmt.Errorf("redis: %s on %s: %w", cmd[0], addr, err)
 		}
 	}
 	return nil
@@ -165,12 +218,33 @@ func (c *client) do(ctx context.Context, name string, args ...string) (reply, er
 	return c.roundTrip(ctx)
 }
 
-// ensure reconnects when the last operation broke the connection.
-func (c *client) ensure(ctx context.Context) error {
-	if c.conn != nil {
+// ensure makes the connection to the thread's node the current one.
+func (c *client) ensure(ctx context.Context) error { return c.use(ctx, c.home) }
+
+// route makes current the connection an operation on key goes to: under RouteToken a
+// replica's node (the thread's own when that one cannot be reached), else the thread's.
+func (c *client) route(ctx context.Context, key string, write bool) error {
+	if c.t.router == nil {
+		return c.ensure(ctx)
+	}
+	addr, err := c.t.router.addr(key, write)
+	if err != nil {
+		return c.ensure(ctx)
+	}
+	if err := c.use(ctx, addr); err == nil || addr == c.home || ctx.Err() != nil {
+		return err
+	}
+	return c.ensure(ctx)
+}
+
+// use makes the connection to addr the current one, dialing it when there is none
+// (after redialBackoff since its last failed dial).
+func (c *client) use(ctx context.Context, addr string) error {
+	if cn := c.conns[addr]; cn != nil {
+		c.conn, c.addr = cn, addr
 		return nil
 	}
-	if wait := redialBackoff - time.Since(c.failedAt); wait > 0 {
+	if wait := redialBackoff - time.Since(c.failedAt[addr]); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -179,34 +253,44 @@ func (c *client) ensure(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if err := c.connect(ctx); err != nil {
-		c.failedAt = time.Now()
+	if err := c.connect(ctx, addr); err != nil {
+		c.failedAt[addr] = time.Now()
 		return err
 	}
 	return nil
 }
 
+// drop closes the current connection and forgets it.
+func (c *client) drop() {
+	c.conn.close()
+	delete(c.conns, c.addr)
+	c.conn = nil
+}
+
+// deadline is the current operation's: ctx's, or Timeout from now.
+func (c *client) deadline(ctx context.Context) time.Time {
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline
+	}
+	timeout := c.t.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	return time.Now().Add(timeout)
+}
+
 // roundTrip sends the command collected on c.conn and reads its reply; an I/O or
 // protocol error drops the connection.
 func (c *client) roundTrip(ctx context.Context) (reply, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		timeout := c.t.Timeout
-		if timeout == 0 {
-			timeout = 10 * time.Second
-		}
-		deadline = time.Now().Add(timeout)
-	}
-	rep, err := c.conn.roundTrip(deadline)
+	rep, err := c.conn.roundTrip(c.deadline(ctx))
 	if err != nil && !errors.Is(err, errServer) {
-		c.conn.close()
-		c.conn = nil
+		c.drop()
 	}
 	return rep, err
 }
 
 func (c *client) Read(ctx context.Context, key string, fields []string) (bool, error) {
-	if err := c.ensure(ctx); err != nil {
+	if err := c.route(ctx, key, false); err != nil {
 		return false, err
 	}
 	if c.t.Record == RecordString { // the whole record, whichever fields were asked for
@@ -245,7 +329,7 @@ func (c *client) Insert(ctx context.Context, key string, values []bench.Field) e
 }
 
 func (c *client) write(ctx context.Context, key string, values []bench.Field) error {
-	if err := c.ensure(ctx); err != nil {
+	if err := c.route(ctx, key, true); err != nil {
 		return err
 	}
 	if c.t.Record == RecordString {
@@ -312,9 +396,10 @@ func (c *client) Ping(ctx context.Context) error {
 }
 
 func (c *client) Close() error {
-	if c.conn != nil {
-		c.conn.close()
-		c.conn = nil
+	for addr, cn := range c.conns {
+		cn.close()
+		delete(c.conns, addr)
 	}
+	c.conn = nil
 	return nil
 }

@@ -1,0 +1,160 @@
+package redis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// Token-aware routing (Target.Route = RouteToken, ?route=token): the client fetches the
+// cluster's layout once (KURA.TOPOLOGY), computes each key's replica set with the ring's
+// own placement code, and sends each operation to the node of one of the key's replicas,
+// as Cassandra's token-aware drivers do. That node coordinates and serves its own copy
+// locally, so the request costs one internode round trip fewer than through a node that
+// holds no copy of the key. In a cluster where every node holds every key (three nodes,
+// RF 3) it changes nothing; in a heterogeneous one (nine nodes, a key on three of them) a
+// node picked by thread holds the key 1 time in 3.
+//
+// The replica chosen is the one engine-aware routing asks first (coord.EngineAware):
+// for a read the read-optimized replica, then the in-memory one, then the
+// write-optimized one; for a write the write-optimized one, then the in-memory one, then
+// the read-optimized one. Among replicas of one role (a homogeneous cluster), the first
+// of the ring's walk. Replicas down when the layout was fetched are passed over; the
+// layout is not refreshed during a run, and a request to a node that cannot be reached
+// goes to the thread's own node instead.
+
+// Routes a Target can take.
+const (
+	RouteNode  = "node"  // every operation of a thread goes to its node (the default)
+	RouteToken = "token" // each operation goes to a replica of its key
+)
+
+// topology is what the router reads of KURA.TOPOLOGY's JSON (node.ClusterStatus).
+type topology struct {
+	ReplicationFactor int    `json:"replication_factor"`
+	Placement         string `json:"placement"`
+	Members           []struct {
+		ID         string `json:"id"`
+		Host       string `json:"host"`
+		Rack       string `json:"rack"`
+		Role       string `json:"role"`
+		Up         bool   `json:"up"`
+		ClientAddr string `json:"client_addr"`
+	} `json:"members"`
+	Tokens []struct {
+		Token int64  `json:"token"`
+		ID    string `json:"id"`
+	} `json:"tokens"`
+}
+
+// router maps keys to the client address of the replica to send them to. Immutable, so
+// safe for concurrent use.
+type router struct {
+	ring        *ring.Ring
+	read, write []string // per range of the ring (ring.RangeIndex): where reads and writes go
+}
+
+// The orders in which the router prefers replicas' roles: engine-aware routing's.
+var (
+	readRoles  = []engine.Role{engine.ReadOptimized, engine.InMemory, engine.WriteOptimized}
+	writeRoles = []engine.Role{engine.WriteOptimized, engine.InMemory, engine.ReadOptimized}
+)
+
+// parseRole returns the role named as engine.Role.String names it; unknown names are
+// RoleUnknown, which the router prefers last.
+func parseRole(s string) engine.Role {
+	for _, r := range []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory} {
+		if r.String() == s {
+			return r
+		}
+	}
+	return engine.RoleUnknown
+}
+
+// newRouter builds a router from KURA.TOPOLOGY's reply.
+func newRouter(b []byte) (*router, error) {
+	var t topology
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
+	}
+	if t.ReplicationFactor < 1 {
+		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: replication factor %d", t.ReplicationFactor)
+	}
+	strategy, err := ring.StrategyByName(t.Placement)
+	if err != nil {
+		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
+	}
+	type member struct {
+		role engine.Role
+		addr string // "" when down: not routed to
+	}
+	members := map[ring.NodeID]member{}
+	nodes := map[ring.NodeID]*ring.Node{}
+	var order []ring.NodeID
+	for _, m := range t.Members {
+		id := ring.NodeID(m.ID)
+		role := parseRole(m.Role)
+		nodes[id] = &ring.Node{ID: id, Host: m.Host, Rack: m.Rack, Role: role}
+		order = append(order, id)
+		addr := m.ClientAddr
+		if !m.Up {
+			addr = ""
+		}
+		members[id] = member{role: role, addr: addr}
+	}
+	for _, tok := range t.Tokens {
+		n := nodes[ring.NodeID(tok.ID)]
+		if n == nil {
+			return nil, fmt.Errorf("redis: KURA.TOPOLOGY: token %d of unknown member %q", tok.Token, tok.ID)
+		}
+		n.Tokens = append(n.Tokens, ring.Token(tok.Token))
+	}
+	list := make([]ring.Node, 0, len(order))
+	for _, id := range order {
+		list = append(list, *nodes[id])
+	}
+	r, err := ring.New(list)
+	if err != nil {
+		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
+	}
+	rt := &router{ring: r, read: make([]string, r.RangeCount()), write: make([]string, r.RangeCount())}
+	pick := func(ids []ring.NodeID, roles []engine.Role) string {
+		best, bestRank := "", len(roles)+1
+		for _, id := range ids {
+			m := members[id]
+			rank := slices.Index(roles, m.role)
+			if rank < 0 {
+				rank = len(roles)
+			}
+			if m.addr != "" && rank < bestRank {
+				best, bestRank = m.addr, rank
+			}
+		}
+		return best
+	}
+	for i := range r.RangeCount() {
+		ids := strategy.Replicas(r, r.RangeEnd(i), t.ReplicationFactor)
+		rt.read[i], rt.write[i] = pick(ids, readRoles), pick(ids, writeRoles)
+	}
+	return rt, nil
+}
+
+// errNoReplica is returned by addr when every replica of the key was down.
+var errNoReplica = errors.New("redis: no live replica of the key in the cluster's layout")
+
+// addr returns the client address of the replica to send an operation on key to.
+func (r *router) addr(key string, write bool) (string, error) {
+	i := r.ring.RangeIndex(ring.TokenOf([]byte(key)))
+	a := r.read[i]
+	if write {
+		a = r.write[i]
+	}
+	if a == "" {
+		return "", errNoReplica
+	}
+	return a, nil
+}
