@@ -40,6 +40,11 @@ export DATA_ROOT=${DATA_ROOT:-'/mnt/kura-hdd1{host}'}
 # GOMEMLIMIT keeps a disk-based node's Go heap, which grows while the records load, small
 # enough for the limit set afterwards; in-memory nodes hold their rows on the heap.
 export NODE_WRAPPER=${NODE_WRAPPER:-"env GOMEMLIMIT=200MiB $EMU run --disk hdd1{host} --memory 3G --"}
+# The heterogeneous cluster's disk-based nodes get less: a 352 MiB lsm node's caches and
+# memtables (128 MiB, outside the Go heap) fill once it serves reads (load-aware routing
+# sends it the reads a lagging B+tree would have had), and a 200 MiB heap beside them
+# overran the limit (one lsm node was killed by its cgroup, 2026-11-22 03:56 UTC).
+export HETERO_WRAPPER=${HETERO_WRAPPER:-"env GOMEMLIMIT=128MiB $EMU run --disk hdd1{host} --memory 3G --"}
 export MEMORY_NODE_WRAPPER=${MEMORY_NODE_WRAPPER:-"$EMU run --disk hdd1{host} --memory 3G --"}
 export SERVER_FLAGS=${SERVER_FLAGS:-"--durability=periodic --lsm-memtable-size-bytes=16777216"}
 export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cache-bytes=67108864 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-homogeneous"}

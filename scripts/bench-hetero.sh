@@ -13,6 +13,9 @@
 # RECORD (string: each record one string value, written blind with SET as Cassandra's
 # inserts were in the paper, and updates write all fields; hash: HSET, which reads the key
 # before it writes, so that every write also costs a QUORUM read),
+# ROUTE (node: each client thread sends everything to one node, threads spread over the
+# nodes; token: each operation goes to the node of the replica engine-aware routing asks
+# first, from the cluster's layout, as token-aware drivers send it),
 # CLUSTERS ("homogeneous heterogeneous"; add "load-aware" for the heterogeneous cluster
 # with load-aware routing, which reuses the heterogeneous cluster's data),
 # SERVER_FLAGS (extra flags for every node; HOMO_FLAGS and HETERO_FLAGS add flags for one
@@ -47,6 +50,7 @@ RATE=${RATE:-1000}
 PHASES=${PHASES:-throughput latency}
 CLUSTERS=${CLUSTERS:-homogeneous heterogeneous}
 RECORD=${RECORD:-string}
+ROUTE=${ROUTE:-node}
 RECORD_PROPS=()
 [ "$RECORD" = string ] && RECORD_PROPS=(-p writeallfields=true)
 BASE=${BASE_PORT:-27380}
@@ -127,7 +131,7 @@ rm -rf "$OUT"
 [ -n "${REUSE_DATA:-}" ] || remove_data
 mkdir -p "$OUT"
 {
-  echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS record=$RECORD threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE phases=\"$PHASES\" clusters=\"$CLUSTERS\""
+  echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS record=$RECORD threads=$THREADS run=$RUN warmup=$WARMUP rate=$RATE route=$ROUTE phases=\"$PHASES\" clusters=\"$CLUSTERS\""
   for cluster in $CLUSTERS; do echo "# $cluster: kura dev $(dev_flags "$cluster" | tr '\n' ' ')"; done
 } | tee "$OUT/conditions.txt"
 
@@ -143,7 +147,7 @@ start_cluster() {
   local nodes target
   nodes=$(echo "$PIDS" | wc -w)
   target="resp://$(for i in $(seq 0 $((nodes - 1))); do printf '127.0.0.1:%d,' $((BASE + i)); done | sed 's/,$//')"
-  COMMON=(--target "$target?record=$RECORD" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
+  COMMON=(--target "$target?record=$RECORD&route=$ROUTE" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
 }
 
 # admin_addrs CLUSTER [ENGINE]: the admin address of every node of the cluster, or of its

@@ -228,8 +228,8 @@ func (c *client) route(ctx context.Context, key string, write bool) error {
 		return c.ensure(ctx)
 	}
 	addr, err := c.t.router.addr(key, write)
-	if err != nil {
-		return c.ensure(ctx)
+	if err != nil || c.conns[addr] == nil && time.Since(c.failedAt[addr]) < redialBackoff {
+		return c.ensure(ctx) // not waiting for a replica's node that just refused a dial
 	}
 	if err := c.use(ctx, addr); err == nil || addr == c.home || ctx.Err() != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -264,3 +265,40 @@ func networkServed(t *testing.T, admin string) int {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A replica's node that cannot be reached: operations routed to it go to the thread's
+// own node instead, without waiting between attempts to reach it.
+func TestTokenRoutedOperationsFallBackToTheThreadsNode(t *testing.T) {
+	live := startKura(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	layout := fmt.Sprintf(`{"replication_factor":1,"placement":"simple","members":[{"id":"n1","role":"in-memory","up":true,"client_addr":%q}],"tokens":[{"token":0,"id":"n1"}]}`, dead)
+	r, err := newRouter([]byte(layout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &Target{Addrs: []string{live}, Route: RouteToken, Record: RecordString, router: r}
+	ctx := context.Background()
+	c, err := target.Open(ctx, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	for i := range 20 {
+		key := "k" + strconv.Itoa(i)
+		if err := c.Insert(ctx, key, []bench.Field{{Name: "f", Value: []byte("v")}}); err != nil {
+			t.Fatalf("insert %s: %v", key, err)
+		}
+		if found, err := c.Read(ctx, key, nil); err != nil || !found {
+			t.Fatalf("read %s: %v %v", key, found, err)
+		}
+	}
+	if took := time.Since(start); took > 20*redialBackoff {
+		t.Fatalf("40 operations took %v: they waited for the unreachable node", took)
+	}
+}
