@@ -115,6 +115,9 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+# An interrupted run is a failed one: its data is kept (without this the EXIT trap saw
+# the status of the last command, 0, and removed it).
+trap 'FAILED=1; exit 130' INT TERM
 
 # tree_rss PID: resident KiB of PID and its descendants (a node under --node-wrapper is the
 # wrapper's child).
