@@ -35,20 +35,24 @@ const (
 
 // topology is what the router reads of KURA.TOPOLOGY's JSON (node.ClusterStatus).
 type topology struct {
-	ReplicationFactor int    `json:"replication_factor"`
-	Placement         string `json:"placement"`
-	Members           []struct {
-		ID         string `json:"id"`
-		Host       string `json:"host"`
-		Rack       string `json:"rack"`
-		Role       string `json:"role"`
-		Up         bool   `json:"up"`
-		ClientAddr string `json:"client_addr"`
-	} `json:"members"`
-	Tokens []struct {
-		Token int64  `json:"token"`
-		ID    string `json:"id"`
-	} `json:"tokens"`
+	ReplicationFactor int              `json:"replication_factor"`
+	Placement         string           `json:"placement"`
+	Members           []topologyMember `json:"members"`
+	Tokens            []tokenOwner     `json:"tokens"`
+}
+
+type topologyMember struct {
+	ID         string `json:"id"`
+	Host       string `json:"host"`
+	Rack       string `json:"rack"`
+	Role       string `json:"role"`
+	Up         bool   `json:"up"`
+	ClientAddr string `json:"client_addr"`
+}
+
+type tokenOwner struct {
+	Token int64  `json:"token"`
+	ID    string `json:"id"`
 }
 
 // router maps keys to the client address of the replica to send them to. Immutable, so

@@ -48,19 +48,9 @@ func newLayout(t *testing.T, rng *rand.Rand, hosts int, roles []engine.Role, pla
 			for _, d := range down {
 				up = up && d != id
 			}
-			top.Members = append(top.Members, struct {
-				ID         string `json:"id"`
-				Host       string `json:"host"`
-				Rack       string `json:"rack"`
-				Role       string `json:"role"`
-				Up         bool   `json:"up"`
-				ClientAddr string `json:"client_addr"`
-			}{ID: string(id), Host: n.Host, Role: role.String(), Up: up, ClientAddr: l.addr[id]})
+			top.Members = append(top.Members, topologyMember{ID: string(id), Host: n.Host, Role: role.String(), Up: up, ClientAddr: l.addr[id]})
 			for _, tok := range n.Tokens {
-				top.Tokens = append(top.Tokens, struct {
-					Token int64  `json:"token"`
-					ID    string `json:"id"`
-				}{int64(tok), string(id)})
+				top.Tokens = append(top.Tokens, tokenOwner{int64(tok), string(id)})
 			}
 		}
 	}
