@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -60,6 +61,9 @@ type Store struct {
 	seq     uint64
 	targets map[string]*Stats
 	total   int64
+	// held mirrors each target's Hints for Holds, which runs on every load-aware read
+	// and must not wait behind Add, which writes to pebble under mu.
+	held sync.Map // target -> *atomic.Int64
 }
 
 // Open opens (creating) the hint store in dir.
@@ -111,6 +115,7 @@ func (s *Store) count(target string, created time.Time, size int64) {
 		s.targets[target] = st
 	}
 	st.Hints++
+	s.heldFor(target).Add(1)
 	st.Bytes += size
 	s.total += size
 	if st.Oldest.IsZero() || created.Before(st.Oldest) {
@@ -229,6 +234,7 @@ func (s *Store) delete(target string, hints []stored, dropped bool, oldest time.
 		st.Bytes -= h.size
 		s.total -= h.size
 	}
+	s.heldFor(target).Add(-int64(len(hints)))
 	if dropped {
 		st.Dropped += int64(len(hints))
 	}
@@ -258,12 +264,19 @@ func (s *Store) firstCreated(target string) time.Time {
 }
 
 // Holds reports whether the store holds any hint for target: writes target has not had
-// yet. Cheap enough to call per request.
+// yet. It takes no lock, so it is cheap enough to call per request.
 func (s *Store) Holds(target string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.targets[target]
-	return st != nil && st.Hints > 0
+	n, ok := s.held.Load(target)
+	return ok && n.(*atomic.Int64).Load() > 0
+}
+
+// heldFor returns target's counter for Holds.
+func (s *Store) heldFor(target string) *atomic.Int64 {
+	if n, ok := s.held.Load(target); ok {
+		return n.(*atomic.Int64)
+	}
+	n, _ := s.held.LoadOrStore(target, new(atomic.Int64))
+	return n.(*atomic.Int64)
 }
 
 // Stats returns a copy of the counters of every target that has or had hints.
