@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/node"
 	"github.com/kuradb/kura/internal/ring"
 )
 
@@ -32,28 +33,6 @@ const (
 	RouteNode  = "node"  // every operation of a thread goes to its node (the default)
 	RouteToken = "token" // each operation goes to a replica of its key
 )
-
-// topology is what the router reads of KURA.TOPOLOGY's JSON (node.ClusterStatus).
-type topology struct {
-	ReplicationFactor int              `json:"replication_factor"`
-	Placement         string           `json:"placement"`
-	Members           []topologyMember `json:"members"`
-	Tokens            []tokenOwner     `json:"tokens"`
-}
-
-type topologyMember struct {
-	ID         string `json:"id"`
-	Host       string `json:"host"`
-	Rack       string `json:"rack"`
-	Role       string `json:"role"`
-	Up         bool   `json:"up"`
-	ClientAddr string `json:"client_addr"`
-}
-
-type tokenOwner struct {
-	Token int64  `json:"token"`
-	ID    string `json:"id"`
-}
 
 // router maps keys to the client address of the replica to send them to. Immutable, so
 // safe for concurrent use.
@@ -81,7 +60,7 @@ func parseRole(s string) engine.Role {
 
 // newRouter builds a router from KURA.TOPOLOGY's reply.
 func newRouter(b []byte) (*router, error) {
-	var t topology
+	var t node.ClusterStatus // the admin CLI reads /cluster's JSON into the same type
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
 	}

@@ -36,7 +36,7 @@ type layout struct {
 func newLayout(t *testing.T, rng *rand.Rand, hosts int, roles []engine.Role, placement string, rf int, down ...ring.NodeID) layout {
 	t.Helper()
 	l := layout{addr: map[ring.NodeID]string{}, role: map[ring.NodeID]engine.Role{}}
-	var top topology
+	var top node.ClusterStatus
 	top.ReplicationFactor, top.Placement = rf, placement
 	for h := range hosts {
 		for _, role := range roles {
@@ -48,9 +48,9 @@ func newLayout(t *testing.T, rng *rand.Rand, hosts int, roles []engine.Role, pla
 			for _, d := range down {
 				up = up && d != id
 			}
-			top.Members = append(top.Members, topologyMember{ID: string(id), Host: n.Host, Role: role.String(), Up: up, ClientAddr: l.addr[id]})
+			top.Members = append(top.Members, node.MemberStatus{ID: string(id), Host: n.Host, Role: role.String(), Up: up, ClientAddr: l.addr[id]})
 			for _, tok := range n.Tokens {
-				top.Tokens = append(top.Tokens, tokenOwner{int64(tok), string(id)})
+				top.Tokens = append(top.Tokens, node.TokenOwner{Token: int64(tok), ID: string(id)})
 			}
 		}
 	}
