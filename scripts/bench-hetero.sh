@@ -35,6 +35,14 @@
 # each run, and the engines' I/O counters (/proc/PID/io) around each run. After loading,
 # the script waits up to HINT_DRAIN seconds (1800) for the hints (deferred asynchronous
 # writes among them) to drain, and logs the hints pending before each run (hints.txt).
+# REPEAT (set, N): run the clusters side by side instead of one after the other: all are
+# started and loaded first (each on its own ports, BASE_PORT + 100 per cluster, and with
+# its own data, load-aware included), then each workload runs N times on each cluster in
+# turn, so that the machine's drift (a shared VM's neighbours) falls on every cluster
+# alike (before each run the other clusters are given up to 120 s to replay their hints,
+# which would take the measured one's CPU); results go to OUT/CLUSTER-PHASE-WORKLOAD-rK,
+# and ratios.txt gives every repetition's throughput ratio to the homogeneous cluster. Meant for the page cache: on
+# emulated disks the idle clusters' background work would share the measured one's disks.
 # REBUILD (set) first has the B+tree nodes of a mixed cluster refill from their peers
 # (kura admin rebuild), which is far faster on slow disks than replaying the deferred
 # writes.
@@ -57,7 +65,7 @@ BASE=${BASE_PORT:-27380}
 WORK=$(mktemp -d /tmp/kura-hetero.XXXXXX)
 DATA=${DATA_ROOT:-$WORK}/kura-hetero-data
 HOSTS=3
-DEV_PID=""
+declare -A DEV_PIDS=() NODE_PIDS=() TARGETS=()
 
 # dev_flags CLUSTER prints kura dev's flags for one cluster, one per line.
 dev_flags() {
@@ -84,28 +92,48 @@ remove_data() {
   done
 }
 
-# io_sample LABEL: read and written bytes of every node's process tree, from /proc/PID/io.
+# save_logs: copies every node's log (warnings such as pebble's write stalls) to OUT/logs,
+# named HOST-LAYOUT-NODE.log, before the data directories go.
+save_logs() {
+  local h dir f layout
+  for h in $(seq "$HOSTS"); do
+    dir=${DATA//\{host\}/$h}
+    for f in "$dir"/*/*.log; do
+      [ -e "$f" ] || continue
+      layout=$(basename "$(dirname "$f")")
+      mkdir -p "$OUT/logs"
+      cp "$f" "$OUT/logs/host$h-$layout-$(basename "$f")"
+    done
+  done
+}
+
+# io_sample CLUSTER LABEL: read and written bytes of every node's process tree, from
+# /proc/PID/io.
 io_sample() {
   local p c r w
-  for p in $PIDS; do
+  for p in ${NODE_PIDS[$1]}; do
     r=0 w=0
     for c in $p $(pgrep -P "$p"); do
       r=$((r + $(awk '/^read_bytes/ {print $2}' "/proc/$c/io" 2>/dev/null || echo 0)))
       w=$((w + $(awk '/^write_bytes/ {print $2}' "/proc/$c/io" 2>/dev/null || echo 0)))
     done
-    echo "$1 pid $p read_bytes $r write_bytes $w"
+    echo "$2 pid $p read_bytes $r write_bytes $w"
   done
 }
-stop_cluster() {
-  if [ -n "$DEV_PID" ]; then kill -INT "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
-  DEV_PID=""
+# stop_clusters: stops every cluster started.
+stop_clusters() {
+  local c
+  for c in "${!DEV_PIDS[@]}"; do kill -INT "${DEV_PIDS[$c]}" 2>/dev/null || true; done
+  for c in "${!DEV_PIDS[@]}"; do wait "${DEV_PIDS[$c]}" 2>/dev/null || true; done
+  DEV_PIDS=()
 }
 cleanup() {
   local rc=$?
   # A client of ours still running (the script was interrupted) would go on loading or
   # running against the next cluster started on the same ports.
   pkill -f "^$WORK/kura bench" 2>/dev/null || true
-  stop_cluster
+  stop_clusters
+  save_logs
   # A failed run keeps its data (a heterogeneous load on emulated HDDs takes most of an hour).
   if [ "$rc" -ne 0 ] || [ -n "${FAILED:-}" ]; then
     echo "kept the data in ${DATA_ROOT:-$WORK} and $WORK" >&2
@@ -138,19 +166,24 @@ mkdir -p "$OUT"
   for cluster in $CLUSTERS; do echo "# $cluster: kura dev $(dev_flags "$cluster" | tr '\n' ' ')"; done
 } | tee "$OUT/conditions.txt"
 
-# start_cluster CLUSTER ENGINES LAYOUT: starts kura dev and sets DEV_PID, PIDS and COMMON.
+# start_cluster CLUSTER ENGINES LAYOUT BASE: starts kura dev with its first RESP port at
+# BASE, and records its pids and target.
 start_cluster() {
   local flags
   mapfile -t flags < <(dev_flags "$1")
-  "$KURA" dev --hosts "$HOSTS" --engines "$2" --data-dir "$DATA/$3" --base-port "$BASE" "${flags[@]}" >"$WORK/$1.out" 2>&1 &
-  DEV_PID=$!
+  "$KURA" dev --hosts "$HOSTS" --engines "$2" --data-dir "$DATA/$3" --base-port "$4" "${flags[@]}" >"$WORK/$1.out" 2>&1 &
+  DEV_PIDS[$1]=$!
   for _ in $(seq 240); do grep -q "Ctrl-C stops" "$WORK/$1.out" && break; sleep 0.5; done
   grep -q "Ctrl-C stops" "$WORK/$1.out" || { FAILED=1; cat "$WORK/$1.out" >&2; exit 1; }
-  PIDS=$(grep -o 'pid [0-9]*' "$WORK/$1.out" | awk '{print $2}')
-  local nodes target
-  nodes=$(echo "$PIDS" | wc -w)
-  target="resp://$(for i in $(seq 0 $((nodes - 1))); do printf '127.0.0.1:%d,' $((BASE + i)); done | sed 's/,$//')"
-  COMMON=(--target "$target?record=$RECORD&route=$ROUTE" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42)
+  NODE_PIDS[$1]=$(grep -o 'pid [0-9]*' "$WORK/$1.out" | awk '{print $2}')
+  local nodes
+  nodes=$(echo "${NODE_PIDS[$1]}" | wc -w)
+  TARGETS[$1]="resp://$(for i in $(seq 0 $((nodes - 1))); do printf '127.0.0.1:%d,' $(($4 + i)); done | sed 's/,$//')?record=$RECORD&route=$ROUTE"
+}
+
+# common CLUSTER: the client flags every phase against CLUSTER uses, one per line.
+common() {
+  printf '%s\n' --target "${TARGETS[$1]}" "${RECORD_PROPS[@]}" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42
 }
 
 # admin_addrs CLUSTER [ENGINE]: the admin address of every node of the cluster, or of its
@@ -228,45 +261,109 @@ apply_limits() {
       fi
     done < <(awk -v e="-$engine" '$1 ~ e"$" { for (i = 1; i < NF; i++) if ($i == "pid") print $(i + 1) }' "$WORK/$1.out")
   done
-  echo "# $1: memory limits $limits, page cache dropped at $(date -u +%FT%TZ); RSS MiB per node: $(for p in $PIDS; do printf '%s ' $(( $(tree_rss "$p") / 1024 )); done)" | tee -a "$OUT/conditions.txt"
+  echo "# $1: memory limits $limits, page cache dropped at $(date -u +%FT%TZ); RSS MiB per node: $(for p in ${NODE_PIDS[$1]}; do printf '%s ' $(( $(tree_rss "$p") / 1024 )); done)" | tee -a "$OUT/conditions.txt"
 }
 
-for cluster in $CLUSTERS; do
-  engines=lsm,btree,memory layout=heterogeneous
-  [ "$cluster" = homogeneous ] && engines=lsm layout=homogeneous
-  start_cluster "$cluster" "$engines" "$layout"
+# prepare CLUSTER BASE: starts the cluster, loads it unless its data was loaded before,
+# and waits for its replicas to be complete.
+prepare() {
+  local engines=lsm,btree,memory layout=heterogeneous marker c
+  [ "$1" = homogeneous ] && engines=lsm layout=homogeneous
+  [ -n "${REPEAT:-}" ] && layout=$1 # side by side, load-aware cannot share the heterogeneous data
+  start_cluster "$1" "$engines" "$layout" "$2"
+  mapfile -t c < <(common "$1")
   marker=${DATA//\{host\}/1}/$layout.loaded
-  if [ ! -e "$marker" ]; then # load-aware reuses the heterogeneous data
-    "$KURA" bench load -w read-heavy "${COMMON[@]}" --label "$cluster" --out "$OUT/$cluster-load" --plots=false | sed -n 1p
+  if [ ! -e "$marker" ]; then # load-aware run after heterogeneous reuses its data
+    "$KURA" bench load -w read-heavy "${c[@]}" --label "$1" --out "$OUT/$1-load" --plots=false | sed -n 1p
     touch "$marker"
   fi
-  [ -n "${REBUILD:-}" ] && [ "$cluster" != homogeneous ] && rebuild_btrees "$cluster"
-  drain_hints "$cluster"
-  apply_limits "$cluster"
+  [ -n "${REBUILD:-}" ] && [ "$1" != homogeneous ] && rebuild_btrees "$1"
+  drain_hints "$1"
+  apply_limits "$1"
+}
+
+# settle CLUSTER: side by side, waits (up to 120 s) until the other clusters hold no hints,
+# so that their catching up does not take the measured cluster's CPU; the measured
+# cluster's own backlog stays, as one after the other.
+settle() {
+  local c start=$SECONDS
+  for c in "${!DEV_PIDS[@]}"; do
+    [ "$c" = "$1" ] && continue
+    while [ "$(hints_pending "$c")" -ne 0 ] && [ $((SECONDS - start)) -lt 120 ]; do sleep 2; done
+  done
+  [ $((SECONDS - start)) -lt 120 ] || echo "# WARNING: the other clusters still held hints when $1 was measured" | tee -a "$OUT/conditions.txt"
+}
+
+# measure CLUSTER PHASE WORKLOAD DIR: one measured run, into OUT/DIR.
+measure() {
+  local extra=() c sampler
+  [ "$2" = latency ] && extra=(--rate "$RATE")
+  settle "$1"
+  mapfile -t c < <(common "$1")
+  ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in ${NODE_PIDS[$1]}; do echo "$4 pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
+  sampler=$!
+  io_sample "$1" "$4 before" >>"$OUT/io.txt"
+  echo "$4 $(date -u +%FT%TZ) before hints_pending $(hints_pending "$1")" >>"$OUT/hints.txt"
+  "$KURA" bench run -w "$3" "${c[@]}" ${extra[@]+"${extra[@]}"} --label "$1-$2" --duration "$RUN" --warmup "$WARMUP" \
+    --out "$OUT/$4" | sed -n 1p
+  io_sample "$1" "$4 after" >>"$OUT/io.txt"
+  wait "$sampler" # not a bare wait: kura dev is a child too
+}
+
+# throughput DIR: the TOTAL row's throughput in OUT/DIR's summary.csv.
+throughput() {
+  awk -F, '$4 == "TOTAL" { print $(NF - 7) }' "$OUT/$1/summary.csv" 2>/dev/null
+}
+
+WORKLOADS="write-only write-heavy read-heavy read-only"
+if [ -z "${REPEAT:-}" ]; then
+  for cluster in $CLUSTERS; do
+    prepare "$cluster" "$BASE"
+    for phase in $PHASES; do
+      for w in $WORKLOADS; do measure "$cluster" "$phase" "$w" "$cluster-$phase-$w"; done
+    done
+    stop_clusters
+  done
+else
+  k=0
+  for cluster in $CLUSTERS; do prepare "$cluster" $((BASE + 100 * k)); k=$((k + 1)); done
   for phase in $PHASES; do
-    for w in write-only write-heavy read-heavy read-only; do
-      extra=()
-      [ "$phase" = latency ] && extra=(--rate "$RATE")
-      ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in $PIDS; do echo "$cluster $phase $w pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
-      SAMPLER=$!
-      io_sample "$cluster $phase $w before" >>"$OUT/io.txt"
-      echo "$cluster $phase $w $(date -u +%FT%TZ) before hints_pending $(hints_pending "$cluster")" >>"$OUT/hints.txt"
-      "$KURA" bench run -w "$w" "${COMMON[@]}" ${extra[@]+"${extra[@]}"} --label "$cluster-$phase" --duration "$RUN" --warmup "$WARMUP" \
-        --out "$OUT/$cluster-$phase-$w" | sed -n 1p
-      io_sample "$cluster $phase $w after" >>"$OUT/io.txt"
-      wait "$SAMPLER" # not a bare wait: kura dev is a child too
+    for w in $WORKLOADS; do
+      for r in $(seq "$REPEAT"); do
+        for cluster in $CLUSTERS; do measure "$cluster" "$phase" "$w" "$cluster-$phase-$w-r$r"; done
+      done
     done
   done
-  stop_cluster
-done
+  stop_clusters
+  # ratios.txt: each repetition's throughput against the homogeneous cluster's in the
+  # same repetition.
+  for phase in $PHASES; do
+    for w in $WORKLOADS; do
+      for cluster in $CLUSTERS; do
+        [ "$cluster" = homogeneous ] && continue
+        line="$phase $w $cluster"
+        for r in $(seq "$REPEAT"); do
+          line+=" $(awk -v a="$(throughput "$cluster-$phase-$w-r$r")" -v b="$(throughput "homogeneous-$phase-$w-r$r")" \
+            'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }')"
+        done
+        echo "$line"
+      done
+    done
+  done | tee "$OUT/ratios.txt"
+fi
 # The report compares against the homogeneous cluster: none without it (its runs of
 # another OUT can be reported with these by kura bench report).
 [[ " $CLUSTERS " == *" homogeneous "* ]] || exit 0
+# Side by side, each repetition gets its own report.
+suffixes=("")
+[ -n "${REPEAT:-}" ] && mapfile -t suffixes < <(seq -f -r%g "$REPEAT")
 for phase in $PHASES; do
-  dirs=()
-  for w in write-only write-heavy read-heavy read-only; do
-    for cluster in $CLUSTERS; do dirs+=("$OUT/$cluster-$phase-$w"); done
+  for suffix in "${suffixes[@]}"; do
+    dirs=()
+    for w in $WORKLOADS; do
+      for cluster in $CLUSTERS; do dirs+=("$OUT/$cluster-$phase-$w$suffix"); done
+    done
+    "$KURA" bench report "${dirs[@]}" --baseline "homogeneous-$phase" --out "$OUT/report-$phase$suffix" \
+      --title "Heterogeneous vs homogeneous cluster ($phase$suffix), RF 3, QUORUM"
   done
-  "$KURA" bench report "${dirs[@]}" --baseline "homogeneous-$phase" --out "$OUT/report-$phase" \
-    --title "Heterogeneous vs homogeneous cluster ($phase), RF 3, QUORUM"
 done

@@ -57,7 +57,8 @@ of each range, in key order, as a restarted in-memory node does. Until it has, i
 writes but is asked no reads (kura admin status shows it as refilling). For a replica far
 behind its peers, such as a read-optimized replica whose asynchronous writes were deferred
 to hints through a bulk load on slow disks: pulling in key order writes its B+tree far
-faster than replaying the hints in the order they were written.`,
+faster than replaying the hints in the order they were written. Once it is done, the
+coordinators discard the hints for it created before it started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return postAdmin(cmd.Context(), cmd.OutOrStdout(), addr, "/rebuild")
@@ -220,11 +221,14 @@ func printStatus(w io.Writer, st *node.ClusterStatus) {
 		if m.Refilling {
 			state += "F"
 		}
+		if m.Behind {
+			state += "B"
+		}
 		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\n", h, state, strings.ToUpper(m.Status[:1]),
 			m.ID, m.Rack, m.Engine, m.Role, humanBytes(m.Load), m.Tokens, 100*m.Owns, 100*m.OwnsRepl, m.ClientAddr)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "state: U/D (F: refilling, not read from) then J joining, N normal, L leaving, R removed")
+	fmt.Fprintln(w, "state: U/D (F: refilling, not read from; B: behind, hints held for it) then J joining, N normal, L leaving, R removed")
 }
 
 // humanBytes renders n bytes in binary units, as nodetool shows load.

@@ -25,7 +25,7 @@ func TestHumanBytes(t *testing.T) {
 // state letters, the load and the ownership.
 func TestPrintStatus(t *testing.T) {
 	st := &node.ClusterStatus{ReplicationFactor: 3, Placement: "engine-diverse", Routing: "engine-aware", Members: []node.MemberStatus{
-		{ID: "b", Host: "host2", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "normal", Up: true,
+		{ID: "b", Host: "host2", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "normal", Up: true, Behind: true,
 			ClientAddr: "127.0.0.1:2", Tokens: 16, Load: 5 << 20, Owns: 0.5, OwnsRepl: 1.0 / 3},
 		{ID: "a", Host: "host1", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "leaving",
 			ClientAddr: "127.0.0.1:1", Tokens: 16, Load: 1536, Owns: 0.25, OwnsRepl: 1.0 / 3},
@@ -40,9 +40,9 @@ func TestPrintStatus(t *testing.T) {
 host   state  id  rack  engine  role             load     tokens  owns   owns (replicated)  client
 host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%              127.0.0.1:1
        UJ     c   r1    memory  in-memory        0 B      0       0.0%   0.0%               127.0.0.1:3
-host2  UN     b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              127.0.0.1:2
+host2  UBN    b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              127.0.0.1:2
        UFN    d   r1    memory  in-memory        2.0 MiB  16      25.0%  33.3%              127.0.0.1:4
-state: U/D (F: refilling, not read from) then J joining, N normal, L leaving, R removed
+state: U/D (F: refilling, not read from; B: behind, hints held for it) then J joining, N normal, L leaving, R removed
 `
 	if got := b.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

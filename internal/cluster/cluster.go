@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
@@ -51,8 +52,16 @@ type Member struct {
 	Load int64 `json:"load"`
 	// Refilling is set by an in-memory member that restarted and is pulling its rows back
 	// from its peers: it takes writes but must not be read from until it clears it.
-	Refilling bool   `json:"refilling,omitempty"`
-	Version   uint64 `json:"version"`
+	Refilling bool `json:"refilling,omitempty"`
+	// Refilled is when the member's last completed refill (a rebuild, or an in-memory
+	// member's restart) started: it holds every write acknowledged before then, so hints
+	// for it created earlier are redundant and its coordinators discard them.
+	Refilled time.Time `json:"refilled,omitzero"`
+	// Behind lists the members this member holds hints for (writes they have not had), as
+	// it last announced, at most a second late: they lag for some keys until the hints are
+	// replayed, and load-aware coordinators read around them.
+	Behind  []ring.NodeID `json:"behind,omitempty"`
+	Version uint64        `json:"version"`
 	// Up is this node's failure detector's opinion; it is not gossiped or saved.
 	Up bool `json:"-"`
 }

@@ -16,6 +16,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +44,9 @@ var (
 type Options struct {
 	Window   time.Duration // default DefaultWindow
 	MaxBytes int64         // default DefaultMaxBytes
+	// Logger, if set, gets the store's pebble write stalls and slow disk operations:
+	// Add waits out a stall, and the write that stores the hint with it.
+	Logger *slog.Logger
 }
 
 // Stats describes the hints held for one replica.
@@ -74,7 +79,18 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	po := &pebble.Options{Logger: quietLogger{}}
+	if l := opts.Logger; l != nil {
+		attr := slog.String("component", "hint store")
+		po.EventListener = &pebble.EventListener{
+			DiskSlow: func(info pebble.DiskSlowInfo) { l.Warn("pebble disk slow", attr, slog.String("info", info.String())) },
+			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+				l.Warn("pebble write stall", attr, slog.String("reason", info.Reason))
+			},
+			WriteStallEnd: func() { l.Info("pebble write stall ended", attr) },
+		}
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("hint: open %s: %w", dir, err)
 	}
@@ -205,6 +221,50 @@ func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mu
 	return len(keep), s.delete(target, keep, false, next)
 }
 
+// discardChunk is how many hints Discard deletes per batch, so that a backlog of a
+// million is not held in memory at once.
+const discardChunk = 4096
+
+// Discard deletes, unsent, target's hints created before before, and returns how many:
+// target was rebuilt from its other replicas, from a moment after the writes they carry
+// were acknowledged, so it has them. It stops at the first hint created at or after
+// before (hints are stored in the order they were added; one added a moment late among
+// them is kept and replayed, which is harmless). Discarded hints are not counted as
+// dropped. Replays of target must not run concurrently with it.
+func (s *Store) Discard(target string, before time.Time) (int, error) {
+	lo := makeKey(target, 0)
+	total := 0
+	for {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: makeKey(target, ^uint64(0))})
+		if err != nil {
+			return total, fmt.Errorf("hint: %w", err)
+		}
+		var chunk []stored
+		var next time.Time // the oldest hint kept, zero if none was seen
+		for it.First(); it.Valid() && len(chunk) < discardChunk; it.Next() {
+			created, err := parseCreated(it.Value())
+			if err != nil {
+				it.Close()
+				return total, err
+			}
+			if !created.Before(before) {
+				next = created
+				break
+			}
+			chunk = append(chunk, stored{key: bytes.Clone(it.Key()), size: int64(len(it.Key()) + len(it.Value())), created: created})
+		}
+		it.Close()
+		if err := s.delete(target, chunk, false, next); err != nil {
+			return total, err
+		}
+		total += len(chunk)
+		if len(chunk) < discardChunk {
+			return total, nil
+		}
+		lo = append(chunk[len(chunk)-1].key, 0) // just past the last one deleted
+	}
+}
+
 // stored is one hint read back: its key, its size on disk and when it was created.
 type stored struct {
 	key     []byte
@@ -270,6 +330,20 @@ func (s *Store) Holds(target string) bool {
 	return ok && n.(*atomic.Int64).Load() > 0
 }
 
+// Holding returns, sorted, the targets the store holds hints for. Like Holds it takes no
+// lock.
+func (s *Store) Holding() []string {
+	var out []string
+	s.held.Range(func(k, v any) bool {
+		if v.(*atomic.Int64).Load() > 0 {
+			out = append(out, k.(string))
+		}
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
 // heldFor returns target's counter for Holds.
 func (s *Store) heldFor(target string) *atomic.Int64 {
 	if n, ok := s.held.Load(target); ok {
@@ -314,14 +388,24 @@ func parseKey(k []byte) (string, uint64, error) {
 }
 
 func parseValue(v []byte) (time.Time, wire.WriteRequest, error) {
-	if len(v) < 8 {
-		return time.Time{}, wire.WriteRequest{}, fmt.Errorf("hint: malformed value")
+	created, err := parseCreated(v)
+	if err != nil {
+		return time.Time{}, wire.WriteRequest{}, err
 	}
 	req, err := wire.DecodeWriteRequest(v[8:])
 	if err != nil {
 		return time.Time{}, wire.WriteRequest{}, fmt.Errorf("hint: %w", err)
 	}
-	return time.UnixMicro(int64(binary.BigEndian.Uint64(v[:8]))), req, nil
+	return created, req, nil
+}
+
+// parseCreated reads when a hint was created from its stored value, without decoding the
+// write it carries.
+func parseCreated(v []byte) (time.Time, error) {
+	if len(v) < 8 {
+		return time.Time{}, fmt.Errorf("hint: malformed value")
+	}
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(v[:8]))), nil
 }
 
 // quietLogger drops pebble's informational lines ("Found 0 WALs"); a fatal error still

@@ -45,6 +45,9 @@ func TestHintsSurviveRestartAndReplayOldestFirst(t *testing.T) {
 	if !s.Holds("n2") || !s.Holds("n3") || s.Holds("n4") {
 		t.Fatalf("Holds n2 %v n3 %v n4 %v; want true true false", s.Holds("n2"), s.Holds("n3"), s.Holds("n4"))
 	}
+	if got := fmt.Sprint(s.Holding()); got != "[n2 n3]" {
+		t.Fatalf("Holding %s, want [n2 n3]", got)
+	}
 	var sent []string
 	send := func(ms []row.Mutation) error {
 		for _, m := range ms {
@@ -70,6 +73,9 @@ func TestHintsSurviveRestartAndReplayOldestFirst(t *testing.T) {
 	}
 	if s.Holds("n2") || !s.Holds("n3") {
 		t.Errorf("after n2's replay Holds n2 %v n3 %v; want false true", s.Holds("n2"), s.Holds("n3"))
+	}
+	if got := fmt.Sprint(s.Holding()); got != "[n3]" {
+		t.Errorf("after n2's replay Holding %s, want [n3]", got)
 	}
 }
 
@@ -123,5 +129,54 @@ func TestWindowAndSizeBoundHints(t *testing.T) {
 	}
 	if err := s.Add("bad\x00id", mutation(1), t0); err == nil {
 		t.Error("target with a NUL byte accepted")
+	}
+}
+
+// A replica rebuilt from its peers has every write acknowledged before the rebuild
+// started: its hints from before then are discarded unsent, the later ones kept, in
+// chunks, with the counters kept right; other replicas' hints are untouched.
+func TestDiscardDeletesHintsCreatedBeforeARebuild(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Unix(1_700_000_000, 0)
+	n := 2*discardChunk + 10 // more than one chunk
+	for i := range n {
+		if err := s.Add("n2", row.Mutation{Key: fmt.Appendf(nil, "k%d", i), Row: row.Row{}}, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Add("n3", row.Mutation{Key: []byte("other")}, t0); err != nil {
+		t.Fatal(err)
+	}
+	keep := 5
+	before := t0.Add(time.Duration(n-keep) * time.Millisecond)
+	got, err := s.Discard("n2", before)
+	if err != nil || got != n-keep {
+		t.Fatalf("Discard: %d, %v; want %d", got, err, n-keep)
+	}
+	st := s.Stats()
+	if st["n2"].Hints != int64(keep) || !st["n2"].Oldest.Equal(before) || st["n2"].Dropped != 0 || st["n3"].Hints != 1 {
+		t.Fatalf("stats after discard: %+v", st)
+	}
+	var sent []string
+	if _, err := s.Replay("n2", before, 100, func(ms []row.Mutation) error {
+		for _, m := range ms {
+			sent = append(sent, string(m.Key))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("[k%d k%d k%d k%d k%d]", n-5, n-4, n-3, n-2, n-1); fmt.Sprint(sent) != want {
+		t.Errorf("replayed %v, want %s", sent, want)
+	}
+	if got, err := s.Discard("n2", before.Add(time.Hour)); got != 0 || err != nil || s.Holds("n2") {
+		t.Errorf("discard with nothing left: %d, %v, holds %v", got, err, s.Holds("n2"))
+	}
+	if !s.Holds("n3") {
+		t.Error("n3's hint went with n2's")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,10 +37,12 @@ const viewFile = "CLUSTER.json"
 // Hint replay limits: every hintReplayInterval, up to hintReplayBatches batches of
 // hintReplayBatch hints per replica, so that a returning replica is not flooded.
 const (
-	hintReplayInterval = time.Second
-	hintReplayBatch    = 64
-	hintReplayBatches  = 4
+	hintReplayBatch   = 64
+	hintReplayBatches = 4
 )
+
+// hintReplayInterval is a variable for tests that replay by hand.
+var hintReplayInterval = time.Second
 
 // clusterNode is what cluster mode adds to a node: the replica server, gossip, the ring,
 // the coordinator's store, hints and their replay. It owns their goroutines.
@@ -77,6 +80,9 @@ type clusterState struct {
 	// sets caches the replica set of each ring range (ring.RangeIndex), computed on first
 	// use rather than for every range whenever the view changes (liveness, load).
 	sets []atomic.Pointer[[]coord.Replica]
+	// behind holds the replicas that some other live member announced hints for
+	// (cluster.Member.Behind).
+	behind map[ring.NodeID]bool
 }
 
 // startCluster starts cluster mode for a node whose engine and data directory are open.
@@ -90,7 +96,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
 		return nil, err
 	}
-	if c.hints, err = hint.Open(filepath.Join(d.path, "hints"), hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes}); err != nil {
+	if c.hints, err = hint.Open(filepath.Join(d.path, "hints"), hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log}); err != nil {
 		return nil, err
 	}
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
@@ -126,10 +132,11 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	c.store = c.newStore()
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go c.saveLoop()
 	go c.hintLoop()
 	go c.loadLoop()
+	go c.behindLoop()
 	if err := c.join(self); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -265,6 +272,7 @@ func (c *clusterNode) refresh() {
 	for _, m := range c.gossip.Members() {
 		st.members[m.ID] = m
 	}
+	st.behind = behindSet(st.members, c.self)
 	if r, err := c.gossip.Ring(); err == nil {
 		st.ring = r
 		st.sets = make([]atomic.Pointer[[]coord.Replica], r.RangeCount())
@@ -281,11 +289,7 @@ func (c *clusterNode) newStore() *clusterStore {
 	policy, _ := coord.PolicyByName(c.cfg.Routing) // validated by config
 	var load *loadTracker
 	if _, ok := policy.(coord.LoadAware); ok {
-		var hinted func(ring.NodeID) bool
-		if c.hints != nil {
-			hinted = func(id ring.NodeID) bool { return c.hints.Holds(string(id)) }
-		}
-		load = newLoadTracker(hinted)
+		load = newLoadTracker(c.lagging)
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
 		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hints,
@@ -387,6 +391,63 @@ func (c *clusterNode) loadLoop() {
 	}
 }
 
+// behindAnnounceInterval is how often a node checks which replicas it holds hints for and
+// gossips them if they changed.
+var behindAnnounceInterval = time.Second
+
+// behindLoop announces the replicas this node holds hints for (cluster.Member.Behind)
+// whenever they change, at most once per behindAnnounceInterval. With token-aware
+// clients, writes are coordinated on write-optimized nodes, which keep the deferred
+// writes for the read-optimized replicas, while reads are coordinated on the
+// read-optimized nodes themselves: without this, the node that serves a read would not
+// know that its own copy lags.
+func (c *clusterNode) behindLoop() {
+	defer c.wg.Done()
+	if c.hints == nil {
+		return
+	}
+	var announced []ring.NodeID
+	c.every(behindAnnounceInterval, func() {
+		var now []ring.NodeID
+		for _, id := range c.hints.Holding() {
+			now = append(now, ring.NodeID(id))
+		}
+		if !slices.Equal(now, announced) {
+			c.gossip.Update(func(m *cluster.Member) { m.Behind = now })
+			announced = now
+		}
+	})
+}
+
+// behindSet returns the replicas that a live member other than self announced hints for.
+// A member that is down replays nothing until it is back, but its announcement is no
+// longer news either: its replicas are not read around on its word.
+func behindSet(members map[ring.NodeID]cluster.Member, self ring.NodeID) map[ring.NodeID]bool {
+	var out map[ring.NodeID]bool
+	for _, m := range members {
+		if m.ID == self || !m.Up {
+			continue
+		}
+		for _, id := range m.Behind {
+			if out == nil {
+				out = map[ring.NodeID]bool{}
+			}
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// lagging reports whether replica id lags for some keys: this node holds hints for it, or
+// another live member announced that it does (load-aware routing reads around it).
+func (c *clusterNode) lagging(id ring.NodeID) bool {
+	if c.hints != nil && c.hints.Holds(string(id)) {
+		return true
+	}
+	st := c.state.Load()
+	return st != nil && st.behind[id]
+}
+
 // load is the data this node holds: on disk, or in memory for an in-memory engine.
 func (c *clusterNode) load() int64 {
 	s := c.handler.Engine.Stats()
@@ -436,28 +497,56 @@ func (c *clusterNode) loadView() (*cluster.View, error) {
 // paces allow.
 func (c *clusterNode) hintLoop() {
 	defer c.wg.Done()
-	t := time.NewTicker(hintReplayInterval)
+	c.every(hintReplayInterval, c.replayHints)
+}
+
+// every calls f every d until the node stops.
+func (c *clusterNode) every(d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
-			c.replayHints()
+			f()
 		}
 	}
 }
 
+// refillSkew is how far a rebuilt replica's clock may be ahead of this node's: a hint is
+// stamped with this node's clock and the refill's start with the replica's, so hints
+// created up to this long before the start are still replayed, in case they came after it.
+const refillSkew = 5 * time.Second
+
 func (c *clusterNode) replayHints() {
 	st := c.state.Load()
 	for target, s := range c.hints.Stats() {
-		if s.Hints == 0 || !st.members[ring.NodeID(target)].Up {
+		m := st.members[ring.NodeID(target)]
+		if s.Hints > 0 && !m.Refilled.IsZero() && s.Oldest.Before(m.Refilled.Add(-refillSkew)) {
+			c.discardHints(target, m.Refilled.Add(-refillSkew))
+			s.Hints = c.hints.Stats()[target].Hints
+		}
+		if s.Hints == 0 || !m.Up {
 			continue
 		}
 		if p, err := c.peer(ring.NodeID(target)); err == nil {
 			c.replayTo(ring.NodeID(target), p)
 		}
 	}
+}
+
+// discardHints deletes target's hints created before before: target was rebuilt from its
+// peers since, which gave it those writes. Replaying them would cost target a random write
+// each, at its pace: after a bulk load, hundreds of thousands, for many minutes.
+func (c *clusterNode) discardHints(target string, before time.Time) {
+	n, err := c.hints.Discard(target, before)
+	c.metrics.discarded(n)
+	if err != nil {
+		c.log.Warn("discarding hints a rebuild covered", "replica", target, "err", err)
+		return
+	}
+	c.log.Info("discarded hints a rebuild covered", "replica", target, "hints", n)
 }
 
 // replayTo sends replica id up to hintReplayBatches batches of its hints through p.

@@ -41,8 +41,8 @@ func ready(n *Node, want int) bool {
 }
 
 func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
-	defer func(d time.Duration) { loadAnnounceInterval = d }(loadAnnounceInterval)
-	loadAnnounceInterval = 50 * time.Millisecond
+	defer func(d, b time.Duration) { loadAnnounceInterval, behindAnnounceInterval = d, b }(loadAnnounceInterval, behindAnnounceInterval)
+	loadAnnounceInterval, behindAnnounceInterval = 50*time.Millisecond, 50*time.Millisecond
 	n1, err := Start(clusterConfig(t, "h1", ""), quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +123,14 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	if st := n1.cluster.hints.Stats()[string(id3)]; st.Hints == 0 {
 		t.Fatalf("no hint for the down replica: %+v", n1.cluster.hints.Stats())
 	}
+	// n2 holds no hint itself, but hears that n1 does: n3 lags, for n2's load-aware reads.
+	if n2.cluster.hints.Holds(string(id3)) {
+		t.Fatal("n2 holds a hint for n3; the check below would not test gossip")
+	}
+	eventually(t, "n2 hears that n1 holds hints for n3", func() bool { return n2.cluster.lagging(id3) })
+	if id1 := ring.NodeID(n1.ID()); n2.cluster.lagging(id1) {
+		t.Error("n2 takes n1 for lagging; nobody holds hints for it")
+	}
 
 	// n3 comes back from its data directory: hints are replayed to it.
 	n3, err = Start(cfg3, quiet())
@@ -133,6 +141,7 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	eventually(t, "n1's hints for n3 are replayed", func() bool {
 		return n1.cluster.hints.Stats()[string(id3)].Hints == 0
 	})
+	eventually(t, "n2 hears that n3 no longer lags", func() bool { return !n2.cluster.lagging(id3) })
 	b, err := n3.cluster.handler.Handle(ctx, wire.MethodRead, wire.AppendReadRequest(nil, &wire.ReadRequest{Key: []byte("k2")}))
 	if err != nil {
 		t.Fatal(err)

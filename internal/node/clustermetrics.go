@@ -30,6 +30,7 @@ type clusterMetrics struct {
 	hintsStored  prometheus.Counter
 	hintsDropped prometheus.Counter
 	hintsSent    prometheus.Counter
+	hintsDiscard prometheus.Counter
 	hintsDefer   prometheus.Counter
 	readRepairs  prometheus.Counter
 	// sent[role][method]: requests this coordinator sent to replicas, by the replica's
@@ -54,6 +55,8 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 			Help: "Hints refused by the hint window or the size bound."}),
 		hintsSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_replayed_total",
 			Help: "Hints delivered to replicas that were back."}),
+		hintsDiscard: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_hints_discarded_total",
+			Help: "Hints deleted unsent because their replica was rebuilt from its peers after they were created."}),
 		hintsDefer: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_coordinator_deferred_writes_total",
 			Help: "Asynchronous writes (engine-aware routing's, to read-optimized replicas) kept as hints instead of sent, " +
 				"because the replica's window of unanswered writes was full; counted in kura_hints_stored_total too."}),
@@ -92,7 +95,7 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 			"(reason sync_failed) or was slower than --write-fallback-after (sync_slow), a read whose replica " +
 			"failed (replica_failed) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
-	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDefer, m.readRepairs, pending,
+	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDiscard, m.hintsDefer, m.readRepairs, pending,
 		sent, m.fallbacks)
 	return m
 }
@@ -186,6 +189,12 @@ func (m *clusterMetrics) request(op string, start time.Time, err error) {
 	}
 	m.requests.WithLabelValues(op, result).Inc()
 	m.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (m *clusterMetrics) discarded(n int) {
+	if m != nil {
+		m.hintsDiscard.Add(float64(n))
+	}
 }
 
 func (m *clusterMetrics) hint(err error) {

@@ -12,16 +12,18 @@ import (
 )
 
 // loadTracker is what a coordinator knows for load-aware routing (coord.LoadAware): the
-// keys it wrote moments ago, the replicas it holds hints for, and each peer's recent
-// response time. All are local: no message carries them. Safe for concurrent use.
+// keys it wrote moments ago, the replicas that some member holds hints for, and each
+// peer's recent response time. Only the hints are heard from others (gossiped as
+// cluster.Member.Behind); the rest is this coordinator's own. Safe for concurrent use.
 type loadTracker struct {
 	recent recentWrites
 	peers  sync.Map // ring.NodeID -> *peerLatency; read on every request, written once per peer
-	// hinted, when not nil, reports whether this coordinator holds hints for a replica:
-	// writes it deferred (a read-optimized replica behind its pace) or could not deliver,
-	// and the replica has not had yet. Such a replica lags for every key until they are
-	// replayed: after a write-heavy burst a read-optimized replica can be hundreds of
-	// thousands of writes behind for minutes, far longer than recentWrites remembers.
+	// hinted, when not nil, reports whether this coordinator, or another live member as it
+	// last announced, holds hints for a replica: writes deferred (a read-optimized replica
+	// behind its pace) or not delivered, that the replica has not had yet. Such a replica
+	// lags for every key until they are replayed: after a write-heavy burst a
+	// read-optimized replica can be hundreds of thousands of writes behind for minutes,
+	// far longer than recentWrites remembers.
 	hinted func(ring.NodeID) bool
 }
 
@@ -34,8 +36,8 @@ type peerLatency struct {
 	updated atomic.Int64 // unix ns of the last sample
 }
 
-// newLoadTracker returns a tracker; hinted (nil: none) reports the replicas this
-// coordinator holds hints for.
+// newLoadTracker returns a tracker; hinted (nil: none) reports the replicas that hints are
+// held for.
 func newLoadTracker(hinted func(ring.NodeID) bool) *loadTracker {
 	return &loadTracker{recent: recentWrites{window: recentWriteWindow, max: recentWriteMax}, hinted: hinted}
 }

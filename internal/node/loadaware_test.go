@@ -2,9 +2,12 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
@@ -201,5 +204,37 @@ func TestLoadAwareReadsAvoidAnOverloadedReplica(t *testing.T) {
 	t.Logf("%d of 20 reads waited for the overloaded replica", slow)
 	if slow > 2 {
 		t.Fatalf("%d of 20 reads waited for the overloaded replica; want at most the first ones, which measure it", slow)
+	}
+}
+
+// Members announce the replicas they hold hints for; a coordinator takes the word of the
+// live ones other than itself (its own hints it knows first-hand).
+func TestBehindSetTakesLiveMembersAnnouncements(t *testing.T) {
+	members := map[ring.NodeID]cluster.Member{
+		"n1": {ID: "n1", Up: true, Behind: []ring.NodeID{"n2"}},
+		"n2": {ID: "n2", Up: true},
+		"n3": {ID: "n3", Up: false, Behind: []ring.NodeID{"n4"}}, // down: not news
+		"n4": {ID: "n4", Up: true},
+		"n5": {ID: "n5", Up: true, Behind: []ring.NodeID{"n3", "n4"}},
+	}
+	for _, tc := range []struct {
+		self ring.NodeID
+		want string
+	}{
+		{"n1", "[n3 n4]"},
+		{"n2", "[n2 n3 n4]"},
+		{"n5", "[n2]"},
+	} {
+		var got []ring.NodeID
+		for id := range behindSet(members, tc.self) {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("as %s: behind %v, want %s", tc.self, got, tc.want)
+		}
+	}
+	if s := behindSet(map[ring.NodeID]cluster.Member{"n1": {ID: "n1", Up: true}}, "n2"); s != nil {
+		t.Errorf("nobody announced anything, behind %v", s)
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +29,32 @@ func testConfig(t *testing.T, eng string) config.Config {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// keptLog returns a logger whose lines, tagged with name, are printed if t fails: what a
+// node did is the first thing a flaky failure needs, and is noise otherwise.
+func keptLog(t *testing.T, name string) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("%s's log:\n%s", name, buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", name)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()

@@ -82,12 +82,14 @@ func (c *clusterNode) refill() {
 	refillGate()
 	start := time.Now()
 	st := c.state.Load()
-	if st == nil || st.ring == nil {
-		c.finishRefill(start, 0)
+	if st == nil || st.ring == nil { // nothing to pull, and nothing pulled: no Refilled
+		c.finishRefill(time.Time{}, 0)
 		return
 	}
 	rows := 0
-	for _, t := range refillTasks(st.ring, c.strategy, c.cfg.ReplicationFactor, c.self) {
+	tasks := refillTasks(st.ring, c.strategy, c.cfg.ReplicationFactor, c.self)
+	c.log.Info("refill: pulling", "ranges", len(tasks), "ring_nodes", len(st.ring.Nodes()))
+	for _, t := range tasks {
 		for _, src := range t.sources {
 			for _, kr := range t.keys {
 				n, ok := c.pullRange(src, kr)
@@ -101,10 +103,21 @@ func (c *clusterNode) refill() {
 	c.finishRefill(start, rows)
 }
 
+// finishRefill announces that the node serves reads again, and, unless start is zero,
+// that it holds every write acknowledged before start (cluster.Member.Refilled).
 func (c *clusterNode) finishRefill(start time.Time, rows int) {
 	defer c.refilling.Store(false)
 	c.handler.SetRefilling(false)
-	c.gossip.Update(func(m *cluster.Member) { m.Refilling = false })
+	c.gossip.Update(func(m *cluster.Member) {
+		m.Refilling = false
+		if !start.IsZero() {
+			m.Refilled = start
+		}
+	})
+	if start.IsZero() {
+		c.log.Info("refill: no ring yet, nothing to pull: serving reads")
+		return
+	}
 	c.log.Info("refilled from peers: serving reads", "rows", rows, "took", time.Since(start).Round(time.Millisecond))
 }
 

@@ -103,17 +103,17 @@ func heteroConfig(t *testing.T, eng, host, seed string) config.Config {
 // for restarts. The caller shuts them down.
 func startHeteroTrio(t *testing.T) (n1, n2, n3 *Node, cfg2, cfg3 config.Config) {
 	t.Helper()
-	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), quiet())
+	n1, err := Start(heteroConfig(t, "lsm", "h1", ""), keptLog(t, "n1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg2 = heteroConfig(t, "btree", "h2", n1.GossipAddr())
-	if n2, err = Start(cfg2, quiet()); err != nil {
+	if n2, err = Start(cfg2, keptLog(t, "n2")); err != nil {
 		n1.Shutdown(context.Background())
 		t.Fatal(err)
 	}
 	cfg3 = heteroConfig(t, "memory", "h3", n1.GossipAddr())
-	if n3, err = Start(cfg3, quiet()); err != nil {
+	if n3, err = Start(cfg3, keptLog(t, "n3")); err != nil {
 		n1.Shutdown(context.Background())
 		n2.Shutdown(context.Background())
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 100, func([]row.Mutation) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if n2, err = Start(cfg2, quiet()); err != nil {
+	if n2, err = Start(cfg2, keptLog(t, "n2 restarted")); err != nil {
 		t.Fatal(err)
 	}
 	defer n2.Shutdown(ctx)
@@ -171,7 +171,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.state.Load().members[id3].Up })
-	if n3, err = Start(cfg3, quiet()); err != nil {
+	if n3, err = Start(cfg3, keptLog(t, "n3 restarted")); err != nil {
 		close(release)
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if n2, err = Start(cfg2, quiet()); err != nil {
+	if n2, err = Start(cfg2, keptLog(t, "n2 restarted")); err != nil {
 		t.Fatal(err)
 	}
 	defer n2.Shutdown(ctx)
@@ -312,5 +312,57 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 		if r, err := n2.cluster.handler.Read([]byte(key), false); err != nil || !r.Found {
 			t.Fatalf("after the rebuild n2 lacks %s: %v", key, err)
 		}
+	}
+}
+
+// Hints for a replica that was rebuilt from its peers after they were created are
+// discarded unsent (its peers gave it those writes); a hint created after the rebuild is
+// still replayed.
+func TestRebuildDiscardsTheHintsItCovered(t *testing.T) {
+	defer func(d time.Duration) { hintReplayInterval = d }(hintReplayInterval)
+	hintReplayInterval = time.Hour // the test replays by hand
+	ctx := context.Background()
+	n1, n2, n3, _, _ := startHeteroTrio(t)
+	defer n1.Shutdown(ctx)
+	defer n2.Shutdown(ctx)
+	defer n3.Shutdown(ctx)
+	id2 := ring.NodeID(n2.ID())
+	const old = 300
+	created := time.Now().Add(-time.Minute)
+	for i := range old {
+		m := row.Mutation{Key: fmt.Appendf(nil, "old%d", i), Row: cell("v", created.UnixMicro())}
+		if err := n1.cluster.hints.Add(string(id2), m, created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n2.cluster.rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n1 sees n2 rebuilt", func() bool {
+		m := n1.cluster.state.Load().members[id2]
+		return !m.Refilling && !m.Refilled.IsZero()
+	})
+	late := row.Mutation{Key: []byte("late"), Row: cell("v", time.Now().UnixMicro())}
+	if err := n1.cluster.hints.Add(string(id2), late, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n1.cluster.replayHints()
+	resp, err := http.Get("http://" + n1.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("kura_hints_discarded_total %d\n", old); !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics lacks %q", want)
+	}
+	if st := n1.cluster.hints.Stats()[string(id2)]; st.Hints != 0 || st.Dropped != 0 {
+		t.Errorf("n1's hints for n2 after the replay: %+v", st)
+	}
+	if r, _ := n2.cluster.handler.Read([]byte("late"), false); !r.Found {
+		t.Error("the hint created after the rebuild was not replayed")
+	}
+	if r, _ := n2.cluster.handler.Read([]byte("old0"), false); r.Found {
+		t.Error("a hint created before the rebuild was replayed, not discarded")
 	}
 }

@@ -22,14 +22,17 @@ type ClusterStatus struct {
 
 // MemberStatus is one member in ClusterStatus.
 type MemberStatus struct {
-	ID         string  `json:"id"`
-	Host       string  `json:"host"`
-	Rack       string  `json:"rack"`
-	Engine     string  `json:"engine"`
-	Role       string  `json:"role"`
-	Status     string  `json:"status"`
-	Up         bool    `json:"up"`
-	Refilling  bool    `json:"refilling,omitempty"` // an in-memory node pulling its rows back: not read from
+	ID        string `json:"id"`
+	Host      string `json:"host"`
+	Rack      string `json:"rack"`
+	Engine    string `json:"engine"`
+	Role      string `json:"role"`
+	Status    string `json:"status"`
+	Up        bool   `json:"up"`
+	Refilling bool   `json:"refilling,omitempty"` // an in-memory node pulling its rows back: not read from
+	// Behind: this node, or another live member as it announced, holds hints for it: its
+	// copy lacks writes until they are replayed, and load-aware reads go around it.
+	Behind     bool    `json:"behind,omitempty"`
 	ClientAddr string  `json:"client_addr"`
 	AdminAddr  string  `json:"admin_addr"`
 	Tokens     int     `json:"tokens"`
@@ -78,6 +81,7 @@ func (c *clusterNode) status() ClusterStatus {
 	for _, m := range c.gossip.Members() {
 		out.Members = append(out.Members, MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
 			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == c.self, Refilling: m.Refilling,
+			Behind:     c.lagging(m.ID),
 			ClientAddr: m.ClientAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
 			Owns: own[m.ID], OwnsRepl: repl[m.ID]})
 	}
