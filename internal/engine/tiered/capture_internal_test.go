@@ -194,3 +194,43 @@ func TestDecisionLeavesQueuedRowsToPromotionOnRead(t *testing.T) {
 		t.Errorf("q on the %s tier after promotion on read", db.HomeOf([]byte("q")))
 	}
 }
+
+// While the budget has room and promotion on read runs, the window's decision promotes
+// nothing: a hot row that missed the read queue waits for its next read (whose capture
+// spares the slow device) instead of being read from the slow tier by the decision. Once
+// the budget is full, the decision swaps as before.
+func TestDecisionLeavesPromotionToReadsWhileTheBudgetHasRoom(t *testing.T) {
+	db, _, _ := openCapturing(t)
+	now := time.Unix(1000, 0)
+	for _, k := range []string{"f", "s"} {
+		put(t, db, k, "a", 1)
+	}
+	tr := access.New(access.Config{Window: 10 * time.Second})
+	db.opts.Tracker = tr
+	if err := db.Move([][]byte{[]byte("f")}, Fast); err != nil {
+		t.Fatal(err)
+	}
+	rowBytes := db.FastRowBytes()
+	for i := range 5 {
+		tr.Record([]byte("s"), now.Add(time.Duration(i)*time.Millisecond)) // dropped from the read queue
+	}
+	step := func(budget int64) {
+		t.Helper()
+		m, err := NewMigrator(db, MigratorConfig{BudgetBytes: budget, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.started.Store(true) // as Start does, without its goroutines: the test steps by hand
+		if _, err := m.Step(now.Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(10 * rowBytes)
+	if db.HomeOf([]byte("s")) != Slow {
+		t.Fatal("the decision promoted s while the budget had room: promotion on read's job")
+	}
+	step(rowBytes) // full with f, which nobody read: s takes its place
+	if db.HomeOf([]byte("s")) != Fast || db.HomeOf([]byte("f")) != Slow {
+		t.Fatalf("with the budget full, s is on the %s tier and f on the %s, want a swap", db.HomeOf([]byte("s")), db.HomeOf([]byte("f")))
+	}
+}
