@@ -9,7 +9,8 @@
 #
 # Environment: RECORDS (100000), THREADS (40, the paper's Fig. 7), RUN (20s), WARMUP (30s),
 # RATE (1000: the fixed request rate of the latency runs, the paper's Figs. 5 and 6; it
-# must be one both clusters sustain), PHASES ("throughput latency"), BASE_PORT (27380),
+# must be one both clusters sustain), PHASES ("throughput latency"), WORKLOADS (the
+# papers' four: "write-only write-heavy read-heavy read-only"), BASE_PORT (27380),
 # RECORD (string: each record one string value, written blind with SET as Cassandra's
 # inserts were in the paper, and updates write all fields; hash: HSET, which reads the key
 # before it writes, so that every write also costs a QUORUM read),
@@ -315,7 +316,7 @@ throughput() {
   awk -F, '$4 == "TOTAL" { print $(NF - 7) }' "$OUT/$1/summary.csv" 2>/dev/null
 }
 
-WORKLOADS="write-only write-heavy read-heavy read-only"
+WORKLOADS=${WORKLOADS:-write-only write-heavy read-heavy read-only}
 if [ -z "${REPEAT:-}" ]; then
   for cluster in $CLUSTERS; do
     prepare "$cluster" "$BASE"

@@ -2,6 +2,7 @@ package tiered
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -148,15 +149,44 @@ func TestCaptureSurvivesMovesOfItsStripe(t *testing.T) {
 			t.Errorf("%s lost its cell", k)
 		}
 	}
-	// A write to one key of the stripe still spoils the others' captures: the stripe is
-	// all a capture checks.
+	// A write to a key of the stripe in another write slot leaves a capture alone; a write
+	// to a key of the same slot spoils it: the slot is all a capture checks.
+	slot := slotOf([]byte(same[0]))
+	other := keyWhere(t, func(k string) bool { return stripeOf([]byte(k)) == stripeOf([]byte(same[0])) && slotOf([]byte(k)) != slot })
+	sameSlot := keyWhere(t, func(k string) bool { return k != same[0] && slotOf([]byte(k)) == slot })
+	put(t, db, sameSlot, "a", 1)
 	cellsOf(t, db, same[0])
-	put(t, db, same[1], "b", 2)
+	put(t, db, other, "b", 2)
 	slow.fail = true
-	if err := db.moveCaptured([][]byte{[]byte(same[0])}, captured); !errors.Is(err, errStoredRead) {
-		t.Errorf("a promotion after a write to its stripe: %v, want it to read the slow tier", err)
+	if err := db.moveCaptured([][]byte{[]byte(same[0])}, captured); err != nil {
+		t.Errorf("a promotion after a write to another slot of its stripe read the slow tier: %v", err)
 	}
 	slow.fail = false
+	if err := db.Move([][]byte{[]byte(same[0])}, Slow); err != nil {
+		t.Fatal(err)
+	}
+	cellsOf(t, db, same[0])
+	put(t, db, sameSlot, "b", 2)
+	slow.fail = true
+	if err := db.moveCaptured([][]byte{[]byte(same[0])}, captured); !errors.Is(err, errStoredRead) {
+		t.Errorf("a promotion after a write to its slot: %v, want it to read the slow tier", err)
+	}
+	slow.fail = false
+	if cellsOf(t, db, same[0]) != 1 || cellsOf(t, db, sameSlot) != 2 {
+		t.Error("a row lost a cell")
+	}
+}
+
+// keyWhere returns the first key of the form "w<n>" that ok accepts.
+func keyWhere(t *testing.T, ok func(string) bool) string {
+	t.Helper()
+	for i := range 1 << 22 {
+		if k := fmt.Sprint("w", i); ok(k) {
+			return k
+		}
+	}
+	t.Fatal("no key of the kind wanted")
+	return ""
 }
 
 // A window's decision leaves the rows waiting for promotion on read to it: they move

@@ -2,7 +2,9 @@ package tiered
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/row"
@@ -20,7 +22,7 @@ const moveChunk = 256
 func (db *DB) Move(keys [][]byte, to Tier) error { return db.move(keys, to, nil) }
 
 // Captured is a slow key's stored row as a read saw it (see DB.Get): its encoding and the
-// write count of its stripe then.
+// count of its write slot then (see writeSlot).
 type Captured struct {
 	Stored []byte
 	Token  uint64
@@ -40,28 +42,35 @@ func (db *DB) move(keys [][]byte, to Tier, captured map[string]Captured) error {
 	defer db.mu.RUnlock()
 	db.moveMu.Lock()
 	defer db.moveMu.Unlock()
+	for _, k := range keys {
+		if len(k) == 0 {
+			return fmt.Errorf("tiered: move: %w: empty key", engine.ErrInvalid)
+		}
+	}
 	for len(keys) > 0 {
 		n := min(moveChunk, len(keys))
 		marked := make([][]byte, 0, n)
 		known := make(map[string]row.Row)
-		for _, k := range keys[:n] {
-			if len(k) == 0 {
-				return fmt.Errorf("tiered: move: %w: empty key", engine.ErrInvalid)
-			}
+		var err error
+		db.eachLocked(keys[:n], func(s *stripe, k []byte) {
 			c, ok := captured[string(k)]
 			ok = ok && c.Stored != nil
-			moved, unchanged := db.mark(k, to, c.Token)
+			moved, unchanged := db.mark(s, k, to, c.Token)
 			if !moved {
-				continue
+				return
 			}
 			marked = append(marked, bytes.Clone(k))
 			if ok && unchanged {
-				r, err := row.Decode(c.Stored)
-				if err != nil { // we encoded it: only a bug gets here
-					return fmt.Errorf("tiered: move %q: captured row: %w", k, err)
+				r, derr := row.Decode(c.Stored)
+				if derr != nil { // we encoded it: only a bug gets here
+					err = errors.Join(err, fmt.Errorf("tiered: move %q: captured row: %w", k, derr))
+					return
 				}
 				known[string(k)] = r
 			}
+		})
+		if err != nil {
+			return err // the marks stay: reads merge both tiers, and the next move finishes them
 		}
 		if err := db.finishMoves(to.other(), to, marked, known); err != nil {
 			return err
@@ -71,24 +80,69 @@ func (db *DB) move(keys [][]byte, to Tier, captured map[string]Captured) error {
 	return nil
 }
 
+// Waiting for a stripe's exclusive lock: see eachLocked.
+const (
+	lockRetryFirst = 100 * time.Microsecond
+	lockRetryMax   = 10 * time.Millisecond
+	lockPatience   = 2 * time.Second
+)
+
+// eachLocked calls fn for every key of keys, in no set order, under the key's stripe's
+// exclusive lock. A read holds its stripe shared for as long as its tier takes, which on
+// a busy slow device is hundreds of milliseconds; taking the stripes' locks one after the
+// other would add up those waits over a chunk's keys (a promotion of 256 rows took
+// seconds), and a writer waiting on a lock holds up every new read of its stripe. So it
+// tries each lock without waiting, handles the keys whose stripes are free, and comes back
+// for the others, waiting only as long as the last read in flight; after lockPatience it
+// waits on each remaining lock in turn, so that a stripe never free still gets its turn.
+func (db *DB) eachLocked(keys [][]byte, fn func(s *stripe, k []byte)) {
+	pending := keys
+	retry := lockRetryFirst
+	deadline := time.Now().Add(lockPatience)
+	for len(pending) > 0 {
+		var busy [][]byte
+		for _, k := range pending {
+			s := &db.stripes[stripeOf(k)]
+			if !s.mu.TryLock() {
+				busy = append(busy, k)
+				continue
+			}
+			fn(s, k)
+			s.mu.Unlock()
+		}
+		pending = busy
+		if len(pending) > 0 && time.Now().After(deadline) {
+			for _, k := range pending {
+				s := &db.stripes[stripeOf(k)]
+				s.mu.Lock()
+				fn(s, k)
+				s.mu.Unlock()
+			}
+			return
+		}
+		if len(pending) > 0 {
+			time.Sleep(retry)
+			retry = min(2*retry, lockRetryMax)
+		}
+	}
+}
+
 // mark makes to the home of k and marks k in both tiers, unless k is already at home on to
-// and in one tier only. It reports whether k is marked, and whether its stripe's write
-// count still equals token (no write since a read captured the row).
+// and in one tier only. It reports whether k is marked, and whether its write slot's
+// count still equals token (no write since a read captured the row). The caller holds s,
+// k's stripe, exclusively.
 //
 // Marking does not count as a write: it changes where k lives, not what is stored, and it
 // holds the stripe's lock, which every read holds shared, so no read of the stripe is in
 // flight. Counting it would make every capture in the stripe look raced: promotions mark
 // thousands of keys a second over 1,024 stripes, and the rows they spoil would be read
 // from the slow device again, one after another.
-func (db *DB) mark(k []byte, to Tier, token uint64) (marked, unchanged bool) {
-	s := &db.stripes[stripeOf(k)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (db *DB) mark(s *stripe, k []byte, to Tier, token uint64) (marked, unchanged bool) {
 	home, inBoth := s.home(k)
 	if home == to && !inBoth {
 		return false, false
 	}
-	unchanged = !inBoth && s.started.Load() == token
+	unchanged = !inBoth && db.slots[slotOf(k)].started.Load() == token
 	s.both[string(k)] = to
 	_, wasFast := s.fast[string(k)]
 	switch {
@@ -146,17 +200,14 @@ func (db *DB) finishMoves(src, dst Tier, keys [][]byte, known map[string]row.Row
 			return fmt.Errorf("tiered: move %d rows from the %s to the %s tier: %w", len(muts), src, dst, err)
 		}
 	}
-	for _, k := range keys {
-		s := &db.stripes[stripeOf(k)]
-		s.mu.Lock()
+	db.eachLocked(keys, func(s *stripe, k []byte) {
 		if s.both[string(k)] == dst {
 			delete(s.both, string(k))
 		}
 		if _, ok := s.fast[string(k)]; ok && dst == Fast {
 			s.fast[string(k)] = sizes[string(k)]
 		}
-		s.mu.Unlock()
-	}
+	})
 	db.moved[dst].Add(int64(len(muts)))
 	db.movedBytes[dst].Add(bytesMoved)
 	return nil

@@ -19,11 +19,6 @@ type stripe struct {
 	fast map[string]int64
 	// both holds the keys stored in both tiers, being moved to the tier given.
 	both map[string]Tier
-	// started and finished count the writes to the stripe's keys, begun and done (moves
-	// do not count, see DB.mark): a read that saw them equal before and started unchanged after saw no write,
-	// and the row it read is still the stored one while started has not moved (see
-	// DB.Get's capture for promotion on read).
-	started, finished atomic.Uint64
 }
 
 // home returns key's home tier and whether the key is in both tiers. The caller holds mu.
@@ -37,14 +32,36 @@ func (s *stripe) home(key []byte) (home Tier, inBoth bool) {
 	return Slow, false
 }
 
-// stripeOf hashes key to a stripe (FNV-1a).
-func stripeOf(key []byte) int {
+// writeSlotCount is the number of write counters (writeSlot) the keys are hashed over, a
+// multiple of stripeCount so that a key's slot lies within its stripe.
+const writeSlotCount = 64 * stripeCount
+
+// writeSlot counts the writes to the keys that hash to it, begun and done (moves do not
+// count, see DB.mark): a read that saw them equal before and started unchanged after saw
+// no write, and the row it read is still the stored one while started has not moved (see
+// DB.Get's capture for promotion on read). A capture is spoiled by a write to any key of
+// its slot; the slots are finer than the stripes so that few are: with 1,024 stripes,
+// captures waiting seconds for their promotion behind a busy slow device were mostly
+// spoiled by writes to other keys of their stripe, and the promotions read the slow
+// device again, row by row.
+type writeSlot struct {
+	started, finished atomic.Uint64
+}
+
+// hashKey is FNV-1a.
+func hashKey(key []byte) uint32 {
 	h := uint32(2166136261)
 	for _, b := range key {
 		h = (h ^ uint32(b)) * 16777619
 	}
-	return int(h % stripeCount)
+	return h
 }
+
+// stripeOf hashes key to a stripe.
+func stripeOf(key []byte) int { return int(hashKey(key) % stripeCount) }
+
+// slotOf hashes key to a write slot, one of its stripe's.
+func slotOf(key []byte) int { return int(hashKey(key) % writeSlotCount) }
 
 // stripeSet is the distinct stripes of a batch's keys, in order, so that any two callers
 // lock them in the same order.

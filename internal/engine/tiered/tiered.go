@@ -86,9 +86,10 @@ type DB struct {
 	moveMu sync.Mutex
 
 	stripes [stripeCount]stripe
+	slots   []writeSlot // writeSlotCount of them
 
 	// slowRead, if set, is called with every Get served by the slow tier: the key and,
-	// when no write raced the read, the stored row's encoding and the stripe's write count
+	// when no write raced the read, the stored row's encoding and its write slot's count
 	// (see Migrator.Start and moveCaptured). It must not block, nor keep the key; the
 	// encoding is its own.
 	slowRead atomic.Pointer[func(key, stored []byte, token uint64)]
@@ -114,6 +115,7 @@ func Open(fastDir, slowDir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("tiered: open: %w: need two distinct directories, got fast %q and slow %q", engine.ErrInvalid, fastDir, slowDir)
 	}
 	db := &DB{dirs: [2]string{Slow: slowDir, Fast: fastDir}, opts: opts}
+	db.slots = make([]writeSlot, writeSlotCount)
 	for i := range db.stripes {
 		db.stripes[i].fast = make(map[string]int64)
 		db.stripes[i].both = make(map[string]Tier)
@@ -263,14 +265,16 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		}
 	}
 	if !across {
-		for _, i := range idx {
-			db.stripes[i].started.Add(1)
+		for i := range batch {
+			db.slots[slotOf(batch[i].Key)].started.Add(1)
 		}
 		db.view.RLock()
 		err := db.tiers[home].Apply(batch)
 		db.view.RUnlock()
+		for i := range batch {
+			db.slots[slotOf(batch[i].Key)].finished.Add(1)
+		}
 		for _, i := range idx {
-			db.stripes[i].finished.Add(1)
 			db.stripes[i].mu.RUnlock()
 		}
 		if hook := db.slowWrite.Load(); hook != nil && err == nil && home == Slow && db.opts.CountWrites {
@@ -308,8 +312,11 @@ func (db *DB) applyAcross(batch []row.Mutation, idx []int) error {
 	defer db.moveMu.Unlock()
 	for _, i := range idx {
 		db.stripes[i].mu.Lock()
-		db.stripes[i].started.Add(1)
-		db.stripes[i].finished.Add(1)
+	}
+	for i := range batch {
+		ws := &db.slots[slotOf(batch[i].Key)]
+		ws.started.Add(1)
+		ws.finished.Add(1)
 	}
 	var slow [][]byte
 	for i := range batch {
@@ -360,7 +367,7 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 		db.opts.Tracker.Record(key, time.UnixMicro(db.opts.Clock()))
 	}
 	if hook := db.slowRead.Load(); hook != nil && home == Slow && !inBoth {
-		return db.getCapturing(s, key, *hook)
+		return db.getCapturing(key, *hook)
 	}
 	if !inBoth {
 		r, found, err := db.tiers[home].Get(key)
@@ -378,12 +385,13 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	return db.readView(row.Merge(src, dst))
 }
 
-// getCapturing reads a slow key as Get does and hands the stored row to hook, with the
-// stripe's write count, if no write to the stripe ran during the read: a promotion soon
-// after can then copy that row instead of reading the slow device again. The caller holds
-// s.mu shared.
-func (db *DB) getCapturing(s *stripe, key []byte, hook func(key, stored []byte, token uint64)) (row.Row, bool, error) {
-	token, quiet := s.started.Load(), s.finished.Load()
+// getCapturing reads a slow key as Get does and hands the stored row to hook, with its
+// write slot's count, if no write to the slot ran during the read: a promotion soon after
+// can then copy that row instead of reading the slow device again. The caller holds the
+// key's stripe shared.
+func (db *DB) getCapturing(key []byte, hook func(key, stored []byte, token uint64)) (row.Row, bool, error) {
+	ws := &db.slots[slotOf(key)]
+	token, quiet := ws.started.Load(), ws.finished.Load()
 	r, found, err := db.tiers[Slow].GetStored(key)
 	if err != nil {
 		return row.Row{}, false, wrapErr("get", err)
@@ -391,7 +399,7 @@ func (db *DB) getCapturing(s *stripe, key []byte, hook func(key, stored []byte, 
 	if !found {
 		return row.Row{}, false, nil
 	}
-	if token == quiet && s.started.Load() == token {
+	if token == quiet && ws.started.Load() == token {
 		hook(key, row.Encode(&r), token)
 	} else {
 		hook(key, nil, 0)
