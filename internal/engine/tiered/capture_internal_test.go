@@ -152,7 +152,9 @@ func TestCaptureSurvivesMovesOfItsStripe(t *testing.T) {
 	// A write to a key of the stripe in another write slot leaves a capture alone; a write
 	// to a key of the same slot spoils it: the slot is all a capture checks.
 	slot := slotOf([]byte(same[0]))
-	other := keyWhere(t, func(k string) bool { return stripeOf([]byte(k)) == stripeOf([]byte(same[0])) && slotOf([]byte(k)) != slot })
+	other := keyWhere(t, func(k string) bool {
+		return stripeOf([]byte(k)) == stripeOf([]byte(same[0])) && slotOf([]byte(k)) != slot
+	})
 	sameSlot := keyWhere(t, func(k string) bool { return k != same[0] && slotOf([]byte(k)) == slot })
 	put(t, db, sameSlot, "a", 1)
 	cellsOf(t, db, same[0])
