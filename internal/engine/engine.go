@@ -146,8 +146,12 @@ type Tierable interface {
 	// NewStoredIterator is NewIterator returning rows as GetStored does.
 	NewStoredIterator(lo, hi []byte) (Iterator, error)
 	// Remove deletes everything stored under keys, leaving no tombstone behind: the keys
-	// read as never written. It is atomic like Apply and durable when it returns,
-	// whatever the durability mode.
+	// read as never written. It is atomic like Apply, and durable once the engine next
+	// syncs (Sync, its periodic sync, Close), whatever the durability mode: until then a
+	// crash may bring the keys back as they were. The tiered engine, its one user, removes
+	// rows it has copied, synced, to the other tier, and finds a row in both tiers after a
+	// crash (tiered.DB.reconcile); waiting for a sync of the slow device's log on every
+	// move cost a promotion of a few rows 100 ms or more.
 	Remove(keys [][]byte) error
 	// Sync makes every Apply that has returned durable, whatever the durability mode.
 	Sync() error

@@ -31,8 +31,8 @@ func (db *DB) NewStoredIterator(lo, hi []byte) (engine.Iterator, error) {
 	return it, nil
 }
 
-// Remove implements engine.Tierable with one synced batch of pebble Deletes, which hide
-// every merge operand and value below them; compactions then drop them all. It holds the
+// Remove implements engine.Tierable with one batch of pebble Deletes, not synced, which
+// hide every merge operand and value below them; compactions then drop them all. It holds the
 // collapser's stripes like Apply, so a collapse cannot write a key back after its Remove.
 func (db *DB) Remove(keys [][]byte) error {
 	for _, k := range keys {
@@ -64,7 +64,7 @@ func (db *DB) Remove(keys [][]byte) error {
 		})
 		defer unlock()
 	}
-	err := db.pdb.Apply(b, pebble.Sync)
+	err := db.pdb.Apply(b, pebble.NoSync)
 	if db.rows != nil {
 		for _, k := range keys {
 			db.rows.invalidate(k)
