@@ -32,8 +32,9 @@ func (db *DB) NewStoredIterator(lo, hi []byte) (engine.Iterator, error) {
 }
 
 // Remove implements engine.Tierable with one batch of pebble Deletes, not synced, which
-// hide every merge operand and value below them; compactions then drop them all. It holds the
-// collapser's stripes like Apply, so a collapse cannot write a key back after its Remove.
+// hide every merge operand and value below them; compactions then drop them all. It
+// holds the collapser's stripes like Apply, so a collapse cannot write a key back after
+// its Remove.
 func (db *DB) Remove(keys [][]byte) error {
 	for _, k := range keys {
 		if len(k) == 0 {
