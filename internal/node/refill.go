@@ -86,6 +86,21 @@ func (c *clusterNode) refill() {
 		c.finishRefill(time.Time{}, 0)
 		return
 	}
+	// A node not in its own ring yet (joining again, its saved view without its tokens)
+	// replicates no range by its view: a refill now would pull nothing and announce
+	// Refilled, and its coordinators would discard the hints they hold for it.
+	for _, ok := st.ring.Node(c.self); !ok; _, ok = st.ring.Node(c.self) {
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if st = c.state.Load(); st.ring == nil {
+			c.finishRefill(time.Time{}, 0)
+			return
+		}
+	}
+	start = time.Now()
 	rows := 0
 	tasks := refillTasks(st.ring, c.strategy, c.cfg.ReplicationFactor, c.self)
 	c.log.Info("refill: pulling", "ranges", len(tasks), "ring_nodes", len(st.ring.Nodes()))
