@@ -80,7 +80,6 @@ var refillGate = func() {}
 func (c *clusterNode) refill() {
 	defer c.wg.Done()
 	refillGate()
-	start := time.Now()
 	st := c.state.Load()
 	if st == nil || st.ring == nil { // nothing to pull, and nothing pulled: no Refilled
 		c.finishRefill(time.Time{}, 0)
@@ -89,7 +88,8 @@ func (c *clusterNode) refill() {
 	// A node not in its own ring yet (joining again, its saved view without its tokens)
 	// replicates no range by its view: a refill now would pull nothing and announce
 	// Refilled, and its coordinators would discard the hints they hold for it.
-	for _, ok := st.ring.Node(c.self); !ok; _, ok = st.ring.Node(c.self) {
+	inRing := func() bool { _, ok := st.ring.Node(c.self); return ok }
+	for !inRing() {
 		select {
 		case <-c.stop:
 			return
@@ -100,7 +100,7 @@ func (c *clusterNode) refill() {
 			return
 		}
 	}
-	start = time.Now()
+	start := time.Now()
 	rows := 0
 	tasks := refillTasks(st.ring, c.strategy, c.cfg.ReplicationFactor, c.self)
 	c.log.Info("refill: pulling", "ranges", len(tasks), "ring_nodes", len(st.ring.Nodes()))

@@ -132,8 +132,10 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	})}
 	est := m.db.slowRowBytes()
 	size := make(map[string]int64, len(in.Fast))
+	var used int64 // FastRowBytes, from the list just taken
 	for _, c := range in.Fast {
 		size[c.Key] = c.Bytes
+		used += c.Bytes
 	}
 	// While the budget has room and the migrator runs (Start), hot rows are promoted as
 	// they are read (promoteRead), from the row the read captured, and the decision
@@ -143,7 +145,7 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	// held up every promotion on read. It only makes room (rows over the budget) and,
 	// once the budget is full, swaps.
 	var hot []access.Key
-	if !m.started.Load() || m.db.FastRowBytes()+est > m.cfg.BudgetBytes {
+	if !m.started.Load() || used+est > m.cfg.BudgetBytes {
 		hot = m.tracker.Top(now)
 	}
 	m.readMu.Lock()
