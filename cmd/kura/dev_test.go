@@ -205,7 +205,8 @@ func (l *ackLog) stop() {
 }
 
 // sigkill kills node pid with SIGKILL and returns what starts it again with the same
-// command line (stopped when the test ends).
+// command line, its output appended to the log the killed process wrote to (stopped when
+// the test ends).
 func sigkill(t *testing.T, pid int) (restart func()) {
 	t.Helper()
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -213,12 +214,21 @@ func sigkill(t *testing.T, pid int) (restart func()) {
 		t.Fatal(err)
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	logPath, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", pid))
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
 		t.Helper()
 		restarted := exec.Command(args[0], args[1:]...)
+		if filepath.IsAbs(logPath) {
+			logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logf.Close() // the child has its own descriptor
+			restarted.Stdout, restarted.Stderr = logf, logf
+		}
 		if err := restarted.Start(); err != nil {
 			t.Fatal(err)
 		}

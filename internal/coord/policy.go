@@ -3,6 +3,7 @@ package coord
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/internal/engine"
@@ -121,6 +122,29 @@ func (Uniform) PlanRead(replicas []Replica, need int) ReadPlan {
 		}
 	}
 	return p
+}
+
+// unavailable is ErrUnavailable for a request that needs need of replicas, saying which
+// replicas it could not count on: an operator reading the error learns which node to look
+// at.
+func unavailable(need int, replicas []Replica, read bool) error {
+	var down, refilling []string
+	for _, r := range replicas {
+		switch {
+		case !r.Up:
+			down = append(down, string(r.ID))
+		case read && r.Refilling:
+			refilling = append(refilling, string(r.ID))
+		}
+	}
+	msg := fmt.Sprintf("needs %d of %d", need, len(replicas))
+	if len(down) > 0 {
+		msg += ", down: " + strings.Join(down, " ")
+	}
+	if len(refilling) > 0 {
+		msg += ", refilling: " + strings.Join(refilling, " ")
+	}
+	return fmt.Errorf("%w (%s)", ErrUnavailable, msg)
 }
 
 // live counts the replicas that are up.

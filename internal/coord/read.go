@@ -90,7 +90,7 @@ func StartRead(key []byte, level Level, replicas []Replica, p Policy, mode Repai
 	rd := &Read{key: key, need: level.Required(len(replicas)), mode: mode}
 	if readableCount(replicas) < rd.need || rd.need == 0 {
 		rd.replied = true
-		return rd, []Effect{Reply{Err: ErrUnavailable}}
+		return rd, []Effect{Reply{Err: unavailable(rd.need, replicas, true)}}
 	}
 	plan := p.PlanRead(replicas, rd.need)
 	rd.spare, rd.widen = plan.Spare, plan.Widen

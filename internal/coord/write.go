@@ -29,7 +29,7 @@ func StartWrite(m row.Mutation, level Level, replicas []Replica, p Policy) (*Wri
 	w := &Write{m: m, need: level.Required(len(replicas)), pending: map[ring.NodeID]bool{}}
 	if live(replicas) < w.need || w.need == 0 {
 		w.replied = true
-		return w, []Effect{Reply{Err: ErrUnavailable}}
+		return w, []Effect{Reply{Err: unavailable(w.need, replicas, false)}}
 	}
 	w.plan = p.PlanWrite(replicas, w.need)
 	var fx []Effect

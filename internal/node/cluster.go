@@ -63,7 +63,13 @@ type clusterNode struct {
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
 
-	state   atomic.Pointer[clusterState] // rebuilt whenever the view changes
+	state atomic.Pointer[clusterState] // rebuilt whenever the view changes
+	// refreshMu orders rebuilds of state: gossip reports changes from several goroutines,
+	// and without it a rebuild that read the view before a change could be stored after
+	// the rebuild that read it after, leaving the request path on a stale view until the
+	// next change.
+	refreshMu sync.Mutex
+
 	peersMu sync.Mutex
 	peers   map[ring.NodeID]*transport.Client
 	retired transport.Stats // what clients replaced in peers had written
@@ -268,6 +274,8 @@ func (c *clusterNode) refresh() {
 	if c.gossip == nil {
 		return
 	}
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
 	st := &clusterState{members: map[ring.NodeID]cluster.Member{}}
 	for _, m := range c.gossip.Members() {
 		st.members[m.ID] = m

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/wire"
@@ -193,6 +195,42 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	for _, k := range []string{"k", "k2"} {
 		if v, err := conn.Get(ctx, k).Result(); err != nil || v == "" {
 			t.Errorf("GET %s at ALL: %q %v", k, v, err)
+		}
+	}
+}
+
+// Gossip reports changes from several goroutines at once; whichever rebuild of the
+// request path's view is stored last must have read the view after every change, or
+// requests go on with a stale view (a replica still down, or still refilling) until
+// the next change, which in a quiet cluster may be long in coming.
+func TestConcurrentViewChangesLeaveTheRequestPathOnTheNewestView(t *testing.T) {
+	n, err := Start(clusterConfig(t, "h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	eventually(t, "the node sees itself normal", func() bool { return ready(n, 1) })
+	c := n.cluster
+	const writers = 4
+	for round := range 500 {
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for w := range writers {
+			done.Go(func() {
+				start.Wait()
+				c.gossip.Update(func(m *cluster.Member) { m.Load = int64(round*writers + w + 1) })
+			})
+		}
+		start.Done()
+		done.Wait()
+		var want int64
+		for _, m := range c.gossip.Members() {
+			if m.ID == c.self {
+				want = m.Load
+			}
+		}
+		if got := c.state.Load().members[c.self].Load; got != want {
+			t.Fatalf("round %d: the request path sees load %d, the view holds %d", round, got, want)
 		}
 	}
 }
