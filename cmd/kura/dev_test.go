@@ -150,6 +150,7 @@ func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 	hinted := waitHints(t, n1.admin, func(n int64) bool { return n > 0 })
 	restart()
 	time.Sleep(time.Second)
+	log.waitFor(t, 100)
 	log.stop()
 	waitHints(t, n1.admin, func(n int64) bool { return n == 0 })
 
@@ -157,9 +158,6 @@ func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 	acked := log.acked
 	missing := missingAtAll(t, client, acked)
 	t.Logf("%d acknowledged writes, %d hints held for the killed node while it was down, %d missing", len(acked), hinted, missing)
-	if len(acked) < 100 {
-		t.Errorf("only %d writes were acknowledged", len(acked))
-	}
 }
 
 // ackLog is writers at the connections' consistency level (QUORUM by default) and the
@@ -196,6 +194,24 @@ func startWriters(ctx context.Context, clients []*redis.Client, n int) *ackLog {
 		})
 	}
 	return l
+}
+
+// waitFor waits, up to a minute, until at least n writes were acknowledged: on a loaded
+// machine a synced write may take a hundred milliseconds, and a test's fixed pauses then
+// see few of them.
+func (l *ackLog) waitFor(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		l.mu.Lock()
+		got := len(l.acked)
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged in a minute", got)
+		}
+	}
 }
 
 // stop stops the writers and waits for them.
@@ -373,6 +389,18 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 		}
 		time.Sleep(time.Second) // writes and reads go on with the node back
 	}
+	log.waitFor(t, 100)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		rmu.Lock()
+		n := reads
+		rmu.Unlock()
+		if n >= 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d reads answered in a minute", n)
+		}
+	}
 	close(stopReaders)
 	readers.Wait()
 	log.stop()
@@ -384,9 +412,6 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 	t.Logf("%d acknowledged writes, %d reads during the churn, %d wrong, %d missing at ALL", len(acked), reads, len(wrong), missing)
 	if len(wrong) > 0 {
 		t.Errorf("reads during the churn returned less than acknowledged writes: %v", wrong[:min(5, len(wrong))])
-	}
-	if len(acked) < 100 || reads < 100 {
-		t.Errorf("only %d writes acknowledged and %d reads answered", len(acked), reads)
 	}
 }
 
