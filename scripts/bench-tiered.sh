@@ -24,14 +24,19 @@
 # state instead), ZIPFS ("0.99 0.9"), CONFIGS (the five above),
 # BUDGET (fast budget in bytes; default a tenth of RECORDS x 1,100 bytes), LOAD_MEMORY (2G)
 # and RUN_MEMORY (384M: the node's memory limit, page cache included, set after loading
-# and dropping the page cache), CACHE (64 MiB of lsm block cache; the row cache is off,
+# and dropping the page cache), PARALLEL (set: run the configurations side by side, each
+# node on disks of its own, so that the machine's drift falls on all alike: the first on
+# hdd, ssd and ssd2, the Kth after it on hdd2K, ssd2K and ssd3K, e.g. hdd21, ssd21,
+# ssd31, of the same sizes; loads and runs start together), CACHE (64 MiB of lsm block
+# cache; the row cache is off,
 # so that memory holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
 # node's /metrics and, for the tiered nodes, /tiers; every minute of the run it also
 # records both disks' read counters (devices.txt) and, for the tiered nodes, the fast
 # tier's rows and share of reads (tiers.txt). It ends with `kura bench oracle`'s
-# share for the budget and `kura bench report` per zipfian constant (ratios to free-space
-# when it ran).
+# share for the budget, the share a placement learning from each tiered run's requests
+# could reach by its end (`--learn`), and `kura bench report` per zipfian constant (ratios
+# to free-space when it ran).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/tiered}
@@ -45,43 +50,67 @@ BUDGET=${BUDGET:-$((RECORDS * 110))}
 LOAD_MEMORY=${LOAD_MEMORY:-2G}
 RUN_MEMORY=${RUN_MEMORY:-384M}
 CACHE=${CACHE:-67108864}
+PARALLEL=${PARALLEL:-}
 EMU=scripts/emulate-disks.sh
 PORT=27480
 ADMIN=27481
 WORK=$(mktemp -d /tmp/kura-tiered.XXXXXX)
-WRAPPER_PID=""
+declare -A WRAPPER_PIDS=()
 
-declare -A SIZES=([hdd]=8G [ssd]=1G [ssd2]=3G)
-for d in hdd ssd ssd2; do
-  if ! findmnt -rn --mountpoint "/mnt/kura-$d" >/dev/null; then
-    KURA_EMU_DISKS=$d KURA_EMU_SIZE=${SIZES[$d]} "$EMU" up
-  fi
-done
-HDD=/mnt/kura-hdd/tiered-bench SSD=/mnt/kura-ssd/tiered-bench SSD2=/mnt/kura-ssd2/tiered-bench
+read -ra CONFIG_LIST <<<"$CONFIGS"
+SLOTS=1
+[ -n "$PARALLEL" ] && SLOTS=${#CONFIG_LIST[@]}
 
-# remove_data deletes every configuration's files and gives the freed blocks back to the
-# image files, which only grow otherwise.
-remove_data() {
-  rm -rf "$HDD" "$SSD" "$SSD2"
-  for d in hdd ssd ssd2; do fstrim "/mnt/kura-$d" 2>/dev/null || true; done
+# slot_disks SLOT prints the names of one slot's HDD, SSD and second SSD.
+slot_disks() {
+  if [ "$1" -eq 0 ]; then echo "hdd ssd ssd2"; else echo "hdd$((20 + $1)) ssd$((20 + $1)) ssd$((30 + $1))"; fi
+}
+# use_slot SLOT sets the variables that name one slot's disks, directories and ports.
+use_slot() {
+  read -r D_HDD D_SSD D_SSD2 <<<"$(slot_disks "$1")"
+  HDD=/mnt/kura-$D_HDD/tiered-bench SSD=/mnt/kura-$D_SSD/tiered-bench SSD2=/mnt/kura-$D_SSD2/tiered-bench
+  S_PORT=$((PORT + 10 * $1)) S_ADMIN=$((ADMIN + 10 * $1))
 }
 
-stop_node() {
-  if [ -n "$WRAPPER_PID" ]; then kill -TERM "$WRAPPER_PID" 2>/dev/null || true; wait "$WRAPPER_PID" 2>/dev/null || true; fi
-  WRAPPER_PID=""
+for ((i = 0; i < SLOTS; i++)); do
+  for d in $(slot_disks "$i"); do
+    if ! findmnt -rn --mountpoint "/mnt/kura-$d" >/dev/null; then
+      case $d in hdd*) size=8G ;; ssd | ssd2[0-9]) size=1G ;; *) size=3G ;; esac
+      KURA_EMU_DISKS=$d KURA_EMU_SIZE=$size "$EMU" up
+    fi
+  done
+done
+
+# remove_data deletes every slot's files and gives the freed blocks back to the image
+# files, which only grow otherwise.
+remove_data() {
+  local i d
+  for ((i = 0; i < SLOTS; i++)); do
+    use_slot "$i"
+    rm -rf "$HDD" "$SSD" "$SSD2"
+    for d in $(slot_disks "$i"); do fstrim "/mnt/kura-$d" 2>/dev/null || true; done
+  done
+}
+
+stop_nodes() {
+  local pid
+  for pid in "${WRAPPER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${WRAPPER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  WRAPPER_PIDS=()
 }
 cleanup() {
   local rc=$?
   # A client of ours still running (the script was interrupted) would go on loading or
   # running against the next node started on the same port.
   pkill -f "^$WORK/kura bench" 2>/dev/null || true
-  stop_node
+  stop_nodes
   if [ "$rc" -ne 0 ]; then echo "failed; the node's log is in $WORK" >&2; else rm -rf "$WORK"; fi
   remove_data
 }
 trap cleanup EXIT
 
-# config_flags CONFIG prints the server flags of one configuration, one per line.
+# config_flags CONFIG prints the server flags of one configuration, one per line, for the
+# slot use_slot chose.
 config_flags() {
   case $1 in
   slow) echo "--data-dir=$HDD/data" ;;
@@ -94,27 +123,31 @@ config_flags() {
   esac
 }
 
-# disk_stats LABEL: the block-layer counters of the three loop devices (reads, sectors
-# read, writes, sectors written).
+# disk_stats LABEL SLOT: the block-layer counters of the slot's three loop devices (reads,
+# sectors read, writes, sectors written), named hdd, ssd and ssd2 whatever the slot.
 disk_stats() {
-  local d dev
-  for d in hdd ssd ssd2; do
+  local d dev role roles=(hdd ssd ssd2) k=0
+  for d in $(slot_disks "$2"); do
+    role=${roles[$k]} k=$((k + 1))
     dev=$(basename "$(findmnt -n -o SOURCE --mountpoint "/mnt/kura-$d")")
-    awk -v l="$1" -v d="$d" '{print l, d, "reads", $1, "read_sectors", $3, "writes", $5, "write_sectors", $7}' "/sys/block/$dev/stat"
+    awk -v l="$1" -v d="$role" '{print l, d, "reads", $1, "read_sectors", $3, "writes", $5, "write_sectors", $7}' "/sys/block/$dev/stat"
   done
 }
 
-# sample_minutes DIR: every 60 s until killed, one line per disk read counter to
+# sample_minutes DIR SLOT: every 60 s until killed, one line per disk read counter to
 # DIR/devices.txt and, when the node is tiered, the fast tier's rows and shares of reads
 # (since start, last minute) to DIR/tiers.txt.
 sample_minutes() {
-  local start=$SECONDS d dev
+  local start=$SECONDS d dev role roles=(hdd ssd) k
+  use_slot "$2"
   while sleep 60; do
-    for d in hdd ssd; do
+    k=0
+    for d in $D_HDD $D_SSD; do
+      role=${roles[$k]} k=$((k + 1))
       dev=$(basename "$(findmnt -n -o SOURCE --mountpoint "/mnt/kura-$d")")
-      awk -v s=$((SECONDS - start)) -v d="$d" '{print s, d, "reads", $1}' "/sys/block/$dev/stat" >>"$1/devices.txt"
+      awk -v s=$((SECONDS - start)) -v d="$role" '{print s, d, "reads", $1}' "/sys/block/$dev/stat" >>"$1/devices.txt"
     done
-    curl -sf "http://127.0.0.1:$ADMIN/tiers" 2>/dev/null | python3 -c '
+    curl -sf "http://127.0.0.1:$S_ADMIN/tiers" 2>/dev/null | python3 -c '
 import json, sys
 t = json.load(sys.stdin)
 print(sys.argv[1], "fast_rows", t["tiers"][0]["keys"], "share_since_start", round(t["since_start"]["FastShare"], 4),
@@ -127,40 +160,94 @@ KURA=$WORK/kura
 rm -rf "$OUT"
 mkdir -p "$OUT"
 remove_data
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP zipfs=\"$ZIPFS\" configs=\"$CONFIGS\" budget=$BUDGET load_memory=$LOAD_MEMORY run_memory=$RUN_MEMORY cache=$CACHE" | tee "$OUT/conditions.txt"
+echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP zipfs=\"$ZIPFS\" configs=\"$CONFIGS\" budget=$BUDGET load_memory=$LOAD_MEMORY run_memory=$RUN_MEMORY cache=$CACHE parallel=${PARALLEL:-no}" | tee "$OUT/conditions.txt"
 
-TARGET="resp://127.0.0.1:$PORT?record=string"
-COMMON=(--target "$TARGET" -p writeallfields=true --records "$RECORDS" --progress none)
+# start_node CONFIG Z SLOT starts one configuration's node on the slot's disks and ports.
+start_node() {
+  local c=$1 z=$2 flags
+  use_slot "$3"
+  mapfile -t flags < <(config_flags "$c")
+  # GOMEMLIMIT keeps the heap that loading grows within what the run's limit allows.
+  "$EMU" run --disk "$D_HDD" --disk "$D_SSD" --disk "$D_SSD2" --memory "$LOAD_MEMORY" -- env GOMEMLIMIT=200MiB \
+    "$KURA" server --engine lsm --durability periodic --listen "127.0.0.1:$S_PORT" --admin-listen "127.0.0.1:$S_ADMIN" \
+    --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
+  WRAPPER_PIDS[$3]=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null && break; sleep 0.2; done
+  curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null || { cat "$WORK/$c-$z.log" >&2; exit 1; }
+  echo "# $c zipfian $z: kura server ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
+}
+
+# load_node CONFIG Z SLOT loads the records into the slot's node.
+load_node() {
+  use_slot "$3"
+  "$KURA" bench load -w write-heavy --target "resp://127.0.0.1:$S_PORT?record=string" "${COMMON[@]}" --threads 16 --seed 7 \
+    --label "$1" --out "$OUT/$1-$2-load" --plots=false | sed -n 1p
+}
+
+# limit_node CONFIG SLOT sets the run's memory limit on the slot's node.
+limit_node() {
+  "$EMU" limit --memory "$RUN_MEMORY" "${WRAPPER_PIDS[$2]}" || { echo "# $1: WARNING: could not set the memory limit" | tee -a "$OUT/conditions.txt"; }
+}
+
+# run_node CONFIG Z SLOT runs the measured workload on the slot's node and collects what
+# the node and its disks say about the run.
+run_node() {
+  local c=$1 z=$2 sampler
+  use_slot "$3"
+  disk_stats "$c $z before" "$3" >>"$OUT/disks.txt"
+  mkdir -p "$OUT/$c-$z"
+  sample_minutes "$OUT/$c-$z" "$3" &
+  sampler=$!
+  "$KURA" bench run -w write-heavy --target "resp://127.0.0.1:$S_PORT?record=string" "${COMMON[@]}" -p zipfianconstant="$z" \
+    --threads "$THREADS" --duration "$RUN" --warmup "$WARMUP" --seed 42 --label "$c-$z" --out "$OUT/$c-$z" | sed -n 1p
+  kill "$sampler" 2>/dev/null || true
+  wait "$sampler" 2>/dev/null || true
+  disk_stats "$c $z after" "$3" >>"$OUT/disks.txt"
+  curl -sf "http://127.0.0.1:$S_ADMIN/metrics" >"$OUT/$c-$z/metrics.txt" || true
+  [[ "$c" == tiered* ]] && { curl -sf "http://127.0.0.1:$S_ADMIN/tiers" >"$OUT/$c-$z/tiers.json" || true; }
+  du -sh "$HDD" "$SSD" "$SSD2" 2>/dev/null | sed "s|^|# $c $z du |" >>"$OUT/conditions.txt" || true
+}
+
+# drop_caches starts the runs cold: what loading left in the page cache is written back
+# and dropped (for every node at once: the page cache is the machine's).
+drop_caches() {
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+}
+
+COMMON=(-p writeallfields=true --records "$RECORDS" --progress none)
 for z in $ZIPFS; do
-  for c in $CONFIGS; do
+  if [ -n "$PARALLEL" ]; then
     remove_data
-    mapfile -t flags < <(config_flags "$c")
-    # GOMEMLIMIT keeps the heap that loading grows within what the run's limit allows.
-    "$EMU" run --disk hdd --disk ssd --disk ssd2 --memory "$LOAD_MEMORY" -- env GOMEMLIMIT=200MiB \
-      "$KURA" server --engine lsm --durability periodic --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN" \
-      --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
-    WRAPPER_PID=$!
-    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/healthz" >/dev/null && break; sleep 0.2; done
-    curl -sf "http://127.0.0.1:$ADMIN/healthz" >/dev/null || { cat "$WORK/$c-$z.log" >&2; exit 1; }
-    echo "# $c zipfian $z: kura server ${flags[*]}" | tee -a "$OUT/conditions.txt"
-    "$KURA" bench load -w write-heavy "${COMMON[@]}" --threads 16 --seed 7 --label "$c" --out "$OUT/$c-$z-load" --plots=false | sed -n 1p
-    sync
-    echo 3 >/proc/sys/vm/drop_caches
-    "$EMU" limit --memory "$RUN_MEMORY" "$WRAPPER_PID" || { echo "# $c: WARNING: could not set the memory limit" | tee -a "$OUT/conditions.txt"; }
-    disk_stats "$c $z before" >>"$OUT/disks.txt"
-    mkdir -p "$OUT/$c-$z"
-    sample_minutes "$OUT/$c-$z" &
-    SAMPLER_PID=$!
-    "$KURA" bench run -w write-heavy "${COMMON[@]}" -p zipfianconstant="$z" --threads "$THREADS" --duration "$RUN" --warmup "$WARMUP" --seed 42 \
-      --label "$c-$z" --out "$OUT/$c-$z" | sed -n 1p
-    kill "$SAMPLER_PID" 2>/dev/null || true
-    wait "$SAMPLER_PID" 2>/dev/null || true
-    disk_stats "$c $z after" >>"$OUT/disks.txt"
-    curl -sf "http://127.0.0.1:$ADMIN/metrics" >"$OUT/$c-$z/metrics.txt" || true
-    [[ "$c" == tiered* ]] && { curl -sf "http://127.0.0.1:$ADMIN/tiers" >"$OUT/$c-$z/tiers.json" || true; }
-    du -sh "$HDD" "$SSD" "$SSD2" 2>/dev/null | sed "s|^|# $c $z du |" >>"$OUT/conditions.txt" || true
-    stop_node
-  done
+    pids=()
+    for i in "${!CONFIG_LIST[@]}"; do
+      start_node "${CONFIG_LIST[$i]}" "$z" "$i"
+    done
+    for i in "${!CONFIG_LIST[@]}"; do
+      load_node "${CONFIG_LIST[$i]}" "$z" "$i" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    drop_caches
+    for i in "${!CONFIG_LIST[@]}"; do limit_node "${CONFIG_LIST[$i]}" "$i"; done
+    pids=()
+    for i in "${!CONFIG_LIST[@]}"; do
+      run_node "${CONFIG_LIST[$i]}" "$z" "$i" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    stop_nodes
+  else
+    for c in "${CONFIG_LIST[@]}"; do
+      remove_data
+      start_node "$c" "$z" 0
+      load_node "$c" "$z" 0
+      drop_caches
+      limit_node "$c" 0
+      run_node "$c" "$z" 0
+      stop_nodes
+    done
+  fi
   dirs=()
   baseline=""
   for c in $CONFIGS; do
@@ -171,4 +258,14 @@ for z in $ZIPFS; do
     --title "Tiered storage vs whole-file placements, 50/50 zipfian $z, $RECORDS records, fast budget $BUDGET bytes"
   "$KURA" bench oracle -w write-heavy --records "$RECORDS" -p zipfianconstant="$z" --top $((BUDGET / 1100)) \
     --operations $((RECORDS * 10)) | tee "$OUT/oracle-$z.txt"
+  # What a placement learning from the requests could serve at the end of each tiered
+  # run, having seen as many operations as it served: no key it has not seen can be on
+  # its fast tier yet. Compare with the fast tier's share of the run's last minute.
+  for c in $CONFIGS; do
+    [[ "$c" == tiered* ]] || continue
+    ops=$(sed -n 's/^ *"ops": *\([0-9]*\).*/\1/p' "$OUT/$c-$z/result.json" 2>/dev/null | head -1)
+    [ -n "$ops" ] || continue
+    "$KURA" bench oracle -w write-heavy --records "$RECORDS" -p zipfianconstant="$z" --top $((BUDGET / 1100)) \
+      --operations $((RECORDS * 10)) --learn "$ops" | sed "s/^/$c: /" | tee -a "$OUT/oracle-$z.txt"
+  done
 done

@@ -303,6 +303,7 @@ latency percentiles per operation), comparison bar charts, and each run's own pl
 func newBenchOracleCmd() *cobra.Command {
 	f := &benchFlags{}
 	var top int
+	var learn int64
 	cmd := &cobra.Command{
 		Use:   "oracle",
 		Short: "Share of the workload's reads that its N most-read keys receive (the best a fast tier of N rows can serve)",
@@ -315,9 +316,16 @@ func newBenchOracleCmd() *cobra.Command {
 			if f.operations <= 0 {
 				f.operations = 10 * w.RecordCount
 			}
-			o, err := bench.OracleShare(w, f.operations, top, f.seed)
+			if learn == 0 {
+				learn = f.operations
+			}
+			o, err := bench.LearnedShare(w, learn, f.operations, top, f.seed)
 			if err != nil {
 				return err
+			}
+			if learn != f.operations {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d reads; of the %d keys the first %d operations named, the %d most used received %.4f of them\n", o.Reads, o.Keys, learn, min(o.Top, o.Keys), o.Share)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d reads of %d keys; the %d most read received %.4f of them\n", o.Reads, o.Keys, o.Top, o.Share)
 			return nil
@@ -330,5 +338,6 @@ func newBenchOracleCmd() *cobra.Command {
 	fl.Int64Var(&f.operations, "operations", 0, "operations to draw (default ten per record)")
 	fl.Int64Var(&f.seed, "seed", 1, "random seed")
 	fl.IntVar(&top, "top", 0, "how many of the most-read keys the fast tier holds")
+	fl.Int64Var(&learn, "learn", 0, "rank the keys from only the first N operations: about the most a placement that learns from the requests can serve after N of them (default: --operations, the oracle)")
 	return cmd
 }

@@ -29,16 +29,26 @@ type Oracle struct {
 // for the luck. Over a stationary distribution (zipfian, uniform) this is the share of
 // reads a fast store holding exactly the true most-read keys serves.
 func OracleShare(w *Workload, ops int64, top int, seed int64) (Oracle, error) {
-	if ops <= 0 || top < 0 {
-		return Oracle{}, fmt.Errorf("bench: oracle needs a positive operation count and a non-negative top, got %d and %d", ops, top)
+	return LearnedShare(w, ops, ops, top, seed)
+}
+
+// LearnedShare is OracleShare with the ranking drawn from only learn operations: about
+// the most that a placement which learns the hot keys from the requests it sees (tiered
+// storage's access counts) can serve after learn of them. It can hold no key the
+// requests have not named yet, so early in a run it is bounded by how many keys have been
+// named, whatever its budget. (It is an estimate, not a strict bound: a policy may be
+// luckier than the ranking.)
+func LearnedShare(w *Workload, learn, ops int64, top int, seed int64) (Oracle, error) {
+	if learn <= 0 || ops <= 0 || top < 0 {
+		return Oracle{}, fmt.Errorf("bench: oracle needs positive operation counts and a non-negative top, got %d, %d and %d", learn, ops, top)
 	}
-	g, err := NewGenerator(w, ops)
+	g, err := NewGenerator(w, max(learn, ops))
 	if err != nil {
 		return Oracle{}, err
 	}
 	counts := make(map[string]int64)
 	s := g.Stream(seed)
-	for range ops {
+	for range learn {
 		op := s.Next()
 		if op.Kind == OpRead || op.Kind == OpUpdate || op.Kind == OpReadModifyWrite {
 			counts[op.Key]++

@@ -43,3 +43,48 @@ func TestOracleShare(t *testing.T) {
 	}
 	t.Logf("top 10%%: %.3f at 0.99, %.3f at 0.90", s99, s90)
 }
+
+// A placement that learns from the requests cannot serve keys they have not named yet:
+// the learned share grows with what it has seen, stays well under the oracle's after a
+// few requests, and is the oracle's when it has seen as many as the oracle ranks.
+func TestLearnedShareGrowsWithWhatItHasSeen(t *testing.T) {
+	w, err := NamedWorkload("write-heavy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RecordCount = 10000
+	if err := w.Set("zipfianconstant", "0.99"); err != nil {
+		t.Fatal(err)
+	}
+	const ops, top = 200000, 1000
+	oracle, err := OracleShare(w, ops, top, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shares []float64
+	for _, learn := range []int64{100, 2000, 20000, ops} {
+		o, err := LearnedShare(w, learn, ops, top, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if learn < top && o.Keys > int(learn) {
+			t.Errorf("after %d operations the ranking knows %d keys", learn, o.Keys)
+		}
+		shares = append(shares, o.Share)
+	}
+	t.Logf("learned shares %.3f (oracle %.3f)", shares, oracle.Share)
+	for i := 1; i < len(shares); i++ {
+		if shares[i] <= shares[i-1] {
+			t.Errorf("learning from more operations did not serve more: %.3f", shares)
+		}
+	}
+	if shares[0] > oracle.Share/2 {
+		t.Errorf("after 100 operations the learned share %.3f is over half the oracle's %.3f", shares[0], oracle.Share)
+	}
+	if last := shares[len(shares)-1]; last != oracle.Share {
+		t.Errorf("learning from the oracle's own draw: share %.4f, the oracle's %.4f", last, oracle.Share)
+	}
+	if _, err := LearnedShare(w, 0, ops, top, 7); err == nil {
+		t.Error("learning from no operations was not refused")
+	}
+}
