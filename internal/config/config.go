@@ -88,6 +88,7 @@ type Config struct {
 	ReadRepair        string        `yaml:"read_repair"`
 	RequestTimeout    time.Duration `yaml:"request_timeout"`
 	WriteFallback     time.Duration `yaml:"write_fallback_after"`
+	SlowWriteLog      time.Duration `yaml:"slow_write_log"`
 	AsyncWriteTarget  time.Duration `yaml:"async_write_target"`
 	HintWindow        time.Duration `yaml:"hint_window"`
 	HintMaxBytes      int64         `yaml:"hint_max_bytes"`
@@ -143,6 +144,7 @@ func Default() Config {
 		ReadRepair:             "background",
 		RequestTimeout:         2 * time.Second,
 		WriteFallback:          50 * time.Millisecond,
+		SlowWriteLog:           500 * time.Millisecond,
 		AsyncWriteTarget:       time.Second,
 		HintWindow:             3 * time.Hour,
 		HintMaxBytes:           1 << 30,
@@ -199,6 +201,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ReadRepair, "read-repair", c.ReadRepair, "cluster mode: background (reply with the newest row at once, repair stale replicas after) or blocking (reply once they are repaired)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "cluster mode: how long a coordinator waits for replicas before answering TIMEOUT")
 	fs.DurationVar(&c.WriteFallback, "write-fallback-after", c.WriteFallback, "cluster mode, engine-aware routing: how long a write waits for its synchronous replicas (write-optimized and in-memory) before the read-optimized replica's acknowledgement counts too, as when one of them fails; 0 waits for a failure or the request timeout")
+	fs.DurationVar(&c.SlowWriteLog, "slow-write-log", c.SlowWriteLog, "cluster mode: a coordinated write that takes longer is logged (at most one a second), with when each replica answered and how long the coordinator spent on its own part (local write dispatch, hints); 0 logs none")
 	fs.DurationVar(&c.AsyncWriteTarget, "async-write-target", c.AsyncWriteTarget, "cluster mode, engine-aware and load-aware routing: each coordinator paces its asynchronous writes to a read-optimized replica (1,000 a second at first, 64 unanswered at most), halving the pace when that replica answers later than this or a synchronous replica on its host later than --write-fallback-after, and growing it while they answer in time; writes beyond the pace are deferred to hints, replayed as it allows. A B+tree in periodic durability answers within its sync interval (1 s) unless its disk cannot keep up. 0 sends every write at once")
 	fs.DurationVar(&c.HintWindow, "hint-window", c.HintWindow, "cluster mode: a replica unreachable for longer gets no more hints (it needs a repair); hints older than this are dropped")
 	fs.Int64Var(&c.HintMaxBytes, "hint-max-bytes", c.HintMaxBytes, "cluster mode: most bytes of hints a node keeps; more are dropped (and counted)")
@@ -307,7 +310,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 || c.AsyncWriteTarget < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	switch c.LogLevel {

@@ -301,7 +301,7 @@ func (c *clusterNode) newStore() *clusterStore {
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
 		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hints,
-		metrics: c.metrics, log: c.log}
+		metrics: c.metrics, log: c.log, slow: newSlowWrites(c.cfg.SlowWriteLog, c.log)}
 }
 
 // replicas returns key's replica set with the failure detector's opinion of each, from

@@ -60,6 +60,8 @@ type clusterStore struct {
 	hints   hintSink
 	metrics *clusterMetrics // nil records nothing
 	log     *slog.Logger
+	// slow logs writes slower than its threshold; nil logs none and traces nothing.
+	slow *slowWrites
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)
@@ -68,6 +70,7 @@ var _ resp.LeveledStore = (*clusterStore)(nil)
 type writeResult struct {
 	from ring.NodeID
 	err  error
+	at   time.Time // when the answer came off the transport (or the local engine)
 }
 
 type readResult struct {
@@ -118,7 +121,19 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	}
 	w, fx := coord.StartWrite(m, level, replicas, s.policy)
 	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
-	reply, done := s.runWrite(ctx, replicas, fx, results)
+	var tr *writeTrace
+	if s.slow != nil {
+		tr = &writeTrace{start: start}
+	}
+	run := func(fx []coord.Effect) (coord.Reply, bool) {
+		if tr == nil {
+			return s.runWrite(ctx, replicas, fx, results)
+		}
+		t0 := time.Now()
+		defer func() { tr.own += time.Since(t0) }()
+		return s.runWrite(ctx, replicas, fx, results)
+	}
+	reply, done := run(fx)
 	var slow <-chan time.Time // nil (never ready) unless the policy waits for some replicas
 	if !done && s.slowAfter > 0 && w.WaitsForCounted() {
 		st := getTimer(s.slowAfter)
@@ -128,13 +143,19 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	for !done {
 		select {
 		case r := <-results:
-			reply, done = s.runWrite(ctx, replicas, w.OnResponse(r.from, r.err), results)
+			if tr != nil {
+				tr.answers = append(tr.answers, r)
+			}
+			reply, done = run(w.OnResponse(r.from, r.err))
 		case <-timer.C:
-			reply, done = s.runWrite(ctx, replicas, w.OnTimeout(), results)
+			reply, done = run(w.OnTimeout())
 		case <-slow:
 			slow = nil
-			reply, done = s.runWrite(ctx, replicas, w.OnSlow(), results)
+			reply, done = run(w.OnSlow())
 		}
+	}
+	if tr != nil {
+		s.slow.check(time.Since(start), tr, replicas, reply.Err)
 	}
 	finish := func() {
 		for !w.Done() {
@@ -167,7 +188,7 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 		switch e := e.(type) {
 		case coord.SendWrite:
 			s.metrics.sentTo(roleOf(replicas, e.To), wire.MethodWrite)
-			answer := func(_ []byte, err error) { results <- writeResult{e.To, err} }
+			answer := func(_ []byte, err error) { results <- writeResult{e.To, err, time.Now()} }
 			switch inner := answer; {
 			case s.async == nil:
 			case e.Async:
