@@ -11,7 +11,8 @@
 # 1,000,000 records of 1 KB, written blind (string records); each host's disk-based nodes
 # get 512 MiB between them once the records are loaded (homogeneous: the lsm node;
 # heterogeneous: lsm 352 MiB, btree 160 MiB), the in-memory nodes room for their share.
-# Any variable of bench-hetero.sh can be overridden from the environment. It takes about
+# HINTS=log puts the nodes' hint stores on the log disks (--hints-dir) instead of their
+# data directories. Any variable of bench-hetero.sh can be overridden from the environment. It takes about
 # 35 minutes; the images need about 24 GB of free disk under /var/tmp/kura-disks.
 # docs/benchmarks.md has the results and the reasons for each setting.
 set -euo pipefail
@@ -30,7 +31,7 @@ done
 # (unless that run's data is reused, REUSE_DATA=1).
 # So would B+tree files of an earlier run be read.
 [ -n "${REUSE_DATA:-}" ] || rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous \
-  /mnt/kura-hdd{1,2,3}/btree-heterogeneous
+  /mnt/kura-hdd{1,2,3}/btree-heterogeneous /mnt/kura-hdd{1,2,3}/hints-*
 
 export RECORDS=${RECORDS:-1000000} RATE=${RATE:-200}
 # The B+tree nodes cannot take random inserts as fast as the load comes (their writes are
@@ -47,17 +48,22 @@ export NODE_WRAPPER=${NODE_WRAPPER:-"env GOMEMLIMIT=200MiB $EMU run --disk hdd1{
 export HETERO_WRAPPER=${HETERO_WRAPPER:-"env GOMEMLIMIT=128MiB $EMU run --disk hdd1{host} --memory 3G --"}
 export MEMORY_NODE_WRAPPER=${MEMORY_NODE_WRAPPER:-"$EMU run --disk hdd1{host} --memory 3G --"}
 export SERVER_FLAGS=${SERVER_FLAGS:-"--durability=periodic --lsm-memtable-size-bytes=16777216"}
-export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cache-bytes=67108864 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-homogeneous"}
+# HINTS=log puts every node's hint store on its host's log disk (--hints-dir), away from
+# the data disk's flushes and compactions; by default it stays in the data directory.
+HINTS_ROOT=""
+[ "${HINTS:-}" = log ] && HINTS_ROOT='/mnt/kura-hdd{host}/hints-{engine}'
+export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cache-bytes=67108864 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-homogeneous${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-homogeneous}"}
 # The heterogeneous hosts keep the B+tree file on the log disk (--btree-dir), away from
 # the lsm node's sstables: its random page writes would take the I/O their flushes need
 # (BTREE_DIR= keeps it in the data directory, on the data disk, as the first runs did).
 BTREE_DIR=${BTREE_DIR-'/mnt/kura-hdd{host}/btree-heterogeneous'}
-export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous${BTREE_DIR:+ --btree-dir=$BTREE_DIR}"}
+export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous${BTREE_DIR:+ --btree-dir=$BTREE_DIR}${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-heterogeneous}"}
 export HOMO_LIMITS=${HOMO_LIMITS:-"lsm=512M"} HETERO_LIMITS=${HETERO_LIMITS:-"lsm=352M btree=160M"}
 status=0
 scripts/bench-hetero.sh "$OUT" || status=$?
 if [ "$status" -eq 0 ]; then
-  rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous /mnt/kura-hdd{1,2,3}/btree-heterogeneous
+  rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous /mnt/kura-hdd{1,2,3}/btree-heterogeneous \
+    /mnt/kura-hdd{1,2,3}/hints-*
   for d in 1 2 3; do fstrim "/mnt/kura-hdd$d" 2>/dev/null || true; done
 fi
 exit "$status"

@@ -56,7 +56,8 @@ placement (every key gets a replica on each engine) and engine-aware routing.
 
 {host} in --data-dir, --server-flag and --node-wrapper stands for the host's number, so that each host
 can have its own disks, as real hosts do (e.g. the emulated disks hdd1..hdd3 of
-scripts/emulate-disks.sh).
+scripts/emulate-disks.sh). {engine} in --server-flag stands for the node's engine, for
+flags that need a directory per node.
 
 Ports: node k (counting from 0) serves RESP on base+k, admin HTTP on base+1000+k, gossip
 on base+2000+k and internode requests on base+3000+k.`,
@@ -74,7 +75,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.StringVar(&f.dataDir, "data-dir", "kura-dev", "directory for every node's data and log; {host} stands for the host's number")
 	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
 	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
-	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic; {host} stands for the host's number")
+	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic; {host} stands for the host's number and {engine} for the node's engine (a directory per node: --server-flag=--hints-dir=/mnt/log{host}/hints-{engine})")
 	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable); {host} stands for the host's number")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
 	return cmd
@@ -198,7 +199,7 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 		args = append(args, "--placement", "engine-diverse", "--routing", "engine-aware")
 	}
 	for _, x := range f.extra {
-		args = append(args, forHost(x, n.hostNum))
+		args = append(args, strings.ReplaceAll(forHost(x, n.hostNum), "{engine}", n.engine))
 	}
 	name := exe
 	if w := strings.Fields(forHost(wrapperFor(f.wrappers, n.engine), n.hostNum)); len(w) > 0 {

@@ -418,13 +418,13 @@ func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
 // --node-wrapper runs every node under a command (the emulated disks' `run`, in the
 // papers' experiments): here env, which sets a variable and execs kura in its place.
 // {host} in the wrapper, the data directory and server flags stands for the host's number, so that
-// each host can have disks of its own.
+// each host can have disks of its own; {engine} in server flags for the node's engine.
 func TestDevRunsNodesUnderAWrapper(t *testing.T) {
 	base := freeBasePort(t, 2)
 	root := t.TempDir()
 	_, nodes := startDev(t, "--hosts", "2", "--engines", "memory", "--data-dir", filepath.Join(root, "disk{host}"),
 		"--base-port", strconv.Itoa(base), "--node-wrapper", "env KURA_DEV_WRAPPED=host{host}",
-		"--server-flag=--rack=rack{host}")
+		"--server-flag=--rack=rack{host}", "--server-flag=--hints-dir="+filepath.Join(root, "log{host}", "hints-{engine}"))
 	for h := 1; h <= 2; h++ {
 		name := fmt.Sprintf("host%d-memory", h)
 		n, ok := nodes[name]
@@ -450,6 +450,9 @@ func TestDevRunsNodesUnderAWrapper(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(disk, f)); err != nil {
 				t.Errorf("%s's data and log are not on its host's directory: %v", name, err)
 			}
+		}
+		if m, _ := filepath.Glob(filepath.Join(root, fmt.Sprintf("log%d", h), "hints-memory", "MANIFEST-*")); len(m) == 0 {
+			t.Errorf("%s keeps no hint store in its --hints-dir", name)
 		}
 		if _, err := os.Stat(filepath.Join(root, fmt.Sprintf("disk%d", 3-h), name)); err == nil {
 			t.Errorf("%s has a data directory on the other host's disk", name)

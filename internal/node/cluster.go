@@ -102,7 +102,11 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
 		return nil, err
 	}
-	if c.hints, err = hint.Open(filepath.Join(d.path, "hints"), hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log}); err != nil {
+	hintsDir, err := hintsDir(cfg, d.path)
+	if err != nil {
+		return nil, err
+	}
+	if c.hints, err = hint.Open(hintsDir, hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log}); err != nil {
 		return nil, err
 	}
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
@@ -258,6 +262,21 @@ func (c *clusterNode) allocate(self cluster.Member) []ring.Token {
 	}
 	node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role}
 	return ring.BalancedTokens(r, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rng)
+}
+
+// hintsDir returns where the hint store of a node with data directory dataDir lives:
+// --hints-dir, or hints/ in the data directory. A node that kept hints in its data
+// directory and is then given --hints-dir refuses to start rather than leave them
+// behind: they are writes some replica has not had.
+func hintsDir(cfg config.Config, dataDir string) (string, error) {
+	def := filepath.Join(dataDir, "hints")
+	if cfg.HintsDir == "" || filepath.Clean(cfg.HintsDir) == def {
+		return def, nil
+	}
+	if entries, err := os.ReadDir(def); err == nil && len(entries) > 0 {
+		return "", fmt.Errorf("node: --hints-dir is %s, but %s holds a hint store: move it there (with the node stopped) or remove it", cfg.HintsDir, def)
+	}
+	return cfg.HintsDir, nil
 }
 
 // onChange runs on gossip's goroutines: it must not block.

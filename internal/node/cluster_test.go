@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -233,4 +235,50 @@ func TestConcurrentViewChangesLeaveTheRequestPathOnTheNewestView(t *testing.T) {
 			t.Fatalf("round %d: the request path sees load %d, the view holds %d", round, got, want)
 		}
 	}
+}
+
+// --hints-dir puts the hint store elsewhere; a data directory that still holds hints
+// keeps a node given --hints-dir from starting, so that they are not left behind.
+func TestHintsDirMovesTheHintStoreAndRefusesToStrandOldHints(t *testing.T) {
+	cfg := clusterConfig(t, "h1", "")
+	cfg.HintsDir = filepath.Join(t.TempDir(), "hints-elsewhere")
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(cfg.HintsDir, "MANIFEST-*")); len(m) == 0 {
+		t.Errorf("no hint store in %s", cfg.HintsDir)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "hints")); !os.IsNotExist(err) {
+		t.Errorf("the data directory has hints/ too: %v", err)
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same node restarted without --hints-dir makes its store in the data directory;
+	// given --hints-dir again, it refuses to start.
+	elsewhere := cfg.HintsDir
+	cfg.HintsDir = ""
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.HintsDir = elsewhere
+	if n, err := Start(cfg, quiet()); err == nil {
+		n.Shutdown(context.Background())
+		t.Fatal("a node started with --hints-dir while its data directory held hints")
+	} else if !strings.Contains(err.Error(), "holds a hint store") {
+		t.Fatalf("refused with %v", err)
+	}
+	// Given the data directory's own hints/ as --hints-dir, it starts.
+	cfg.HintsDir = filepath.Join(cfg.DataDir, "hints")
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Shutdown(context.Background())
 }
