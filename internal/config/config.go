@@ -56,6 +56,7 @@ type Config struct {
 	TierMinReads           int           `yaml:"tier_min_reads"`
 	TierCountWrites        bool          `yaml:"tier_count_writes"`
 	TierMoveBytesPerSecond int64         `yaml:"tier_move_bytes_per_second"`
+	TierFastCacheShare     float64       `yaml:"tier_fast_cache_share"`
 
 	MemorySnapshot         bool          `yaml:"memory_snapshot"`
 	MemorySnapshotInterval time.Duration `yaml:"memory_snapshot_interval"`
@@ -127,6 +128,7 @@ func Default() Config {
 		TierWindow:             10 * time.Second,
 		TierMinReads:           1,
 		TierMoveBytesPerSecond: 32 << 20,
+		TierFastCacheShare:     0.25,
 		MaxKeyBytes:            64 << 10,
 		MaxValueBytes:          16 << 20,
 		MaxRequestBytes:        64 << 20,
@@ -178,6 +180,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.TierMinReads, "tier-min-reads", c.TierMinReads, "tiered storage: K, the reads in the last window that make a row hot; hot rows go to the fast directory while its budget allows, hottest first, and rows read fewer times leave it")
 	fs.BoolVar(&c.TierCountWrites, "tier-count-writes", c.TierCountWrites, "tiered storage: count writes as accesses too, as the paper does (Cassandra's toppartitions samples both): --tier-min-reads then counts reads and writes, rows written often go to the fast directory as well, and under a mixed workload hot rows are found twice as fast; but a bulk load then fills the fast directory with rows written once, which reads must displace; off, rows written and never read stay on the slow device")
 	fs.Int64Var(&c.TierMoveBytesPerSecond, "tier-move-bytes-per-second", c.TierMoveBytesPerSecond, "tiered storage: most row bytes per second moved between the directories")
+	fs.Float64Var(&c.TierFastCacheShare, "tier-fast-cache-share", c.TierFastCacheShare, "tiered storage: the fast tier's share of the block and row caches (the slow tier has the rest): a miss there costs a fast-device read, one in the slow tier a slow-device read")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
 	fs.IntVar(&c.MaxKeyBytes, "max-key-bytes", c.MaxKeyBytes, "largest key a client may send (at most 65536)")
@@ -366,6 +369,8 @@ func (c *Config) validateTiers() error {
 		return fmt.Errorf("%w: fast_dir needs a positive fast_budget_bytes", ErrInvalid)
 	case c.TierWindow < 10*time.Millisecond || c.TierMinReads < 1 || c.TierMoveBytesPerSecond <= 0:
 		return fmt.Errorf("%w: tier_window must be at least 10ms, tier_min_reads at least 1 and tier_move_bytes_per_second positive", ErrInvalid)
+	case !(c.TierFastCacheShare > 0 && c.TierFastCacheShare < 1):
+		return fmt.Errorf("%w: tier_fast_cache_share must be between 0 and 1 exclusive, got %v", ErrInvalid, c.TierFastCacheShare)
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func (n *Node) start() (err error) {
 	if cfg.Tiered() {
 		eo.Tiers = &catalog.Tiers{FastDir: cfg.FastDir, SlowDir: cfg.SlowDir,
 			Tracker:     access.New(access.Config{Window: cfg.TierWindow, MinCount: cfg.TierMinReads}),
-			CountWrites: cfg.TierCountWrites}
+			CountWrites: cfg.TierCountWrites, FastCacheShare: cfg.TierFastCacheShare}
 	}
 	engineDir := n.dir.engineDir(cfg.Engine)
 	if cfg.Engine == "btree" && cfg.BTreeDir != "" {

@@ -46,7 +46,7 @@ type Options struct {
 	MemorySnapshotInterval time.Duration
 	// Tiers, if set, splits the lsm engine over a fast and a slow directory (package
 	// tiered). The caches and the memtable size are shared out between the tiers' stores
-	// (tierCacheShare).
+	// (Tiers.FastCacheShare, tierMemShare).
 	Tiers *Tiers
 }
 
@@ -58,6 +58,8 @@ type Tiers struct {
 	SlowDir string
 	// Tracker counts reads for the migrator; nil counts nothing.
 	Tracker *access.Tracker
+	// FastCacheShare is the fast tier's share of the block and row caches (0: 0.25).
+	FastCacheShare float64
 	// CountWrites counts writes in Tracker too (tiered.Options.CountWrites).
 	CountWrites bool
 }
@@ -69,7 +71,7 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 		if o.Tiers != nil {
 			return openTiered(dir, o)
 		}
-		return lsm.Open(dir, lsmOptions(o, o.Options, 1))
+		return lsm.Open(dir, lsmOptions(o, o.Options, 1, 1))
 	case "btree":
 		return btree.Open(dir, btree.Options{Options: o.Options})
 	case "memory":
@@ -95,14 +97,14 @@ func Role(name string) engine.Role {
 	return engine.RoleUnknown
 }
 
-// lsmOptions are the lsm engine's settings from o, with eo as the shared ones and the
-// caches and memtable scaled by share (1 for a plain lsm engine).
-func lsmOptions(o Options, eo engine.Options, share float64) lsm.Options {
+// lsmOptions are the lsm engine's settings from o, with eo as the shared ones, the
+// caches scaled by cacheShare and the memtable by memShare (1 for a plain lsm engine).
+func lsmOptions(o Options, eo engine.Options, cacheShare, memShare float64) lsm.Options {
 	return lsm.Options{
 		Options:           eo,
-		CacheSizeBytes:    scale(o.LSMCacheSizeBytes, share),
-		RowCacheBytes:     scale(o.LSMRowCacheBytes, share),
-		MemTableSizeBytes: uint64(scale(o.LSMMemTableSizeBytes, share)),
+		CacheSizeBytes:    scale(o.LSMCacheSizeBytes, cacheShare),
+		RowCacheBytes:     scale(o.LSMRowCacheBytes, cacheShare),
+		MemTableSizeBytes: uint64(scale(o.LSMMemTableSizeBytes, memShare)),
 		WALDir:            o.LSMWALDir,
 		SecondDir:         o.LSMSecondDir,
 		SecondDirPolicy:   o.LSMSecondDirPolicy,
@@ -119,10 +121,23 @@ func scale(size int64, share float64) int64 {
 	return max(1, int64(float64(size)*share))
 }
 
-// tierCacheShare is the share of the caches and the memtable size each tier's store
-// gets, so that the two take the memory one store would: the slow tier most, since a
-// cache miss there costs a slow-device read, and a flush there is slower.
-var tierCacheShare = [2]float64{tiered.Slow: 0.75, tiered.Fast: 0.25}
+// tierMemShare is the share of the memtable size each tier's store gets, so that the two
+// take the memory one store would: the slow tier most, since a flush there is slower.
+// The caches are shared out by Tiers.FastCacheShare, defaultFastCacheShare unless set:
+// the slow tier gets most, since a miss there costs a slow-device read.
+var tierMemShare = [2]float64{tiered.Slow: 0.75, tiered.Fast: 0.25}
+
+const defaultFastCacheShare = 0.25
+
+// tierOptions are the lsm settings of tier t's store.
+func tierOptions(o Options, eo engine.Options, t tiered.Tier) lsm.Options {
+	fast := o.Tiers.FastCacheShare
+	if fast <= 0 || fast >= 1 {
+		fast = defaultFastCacheShare
+	}
+	cacheShare := [2]float64{tiered.Slow: 1 - fast, tiered.Fast: fast}
+	return lsmOptions(o, eo, cacheShare[t], tierMemShare[t])
+}
 
 // openTiered opens the lsm engine split over o.Tiers' directories.
 func openTiered(dir string, o Options) (engine.Engine, error) {
@@ -138,7 +153,7 @@ func openTiered(dir string, o Options) (engine.Engine, error) {
 		Tracker:     o.Tiers.Tracker,
 		CountWrites: o.Tiers.CountWrites,
 		OpenTier: func(d string, t tiered.Tier, eo engine.Options) (engine.Tierable, error) {
-			return lsm.Open(d, lsmOptions(o, eo, tierCacheShare[t]))
+			return lsm.Open(d, tierOptions(o, eo, t))
 		},
 	})
 }
