@@ -125,15 +125,7 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 	if s.slow != nil {
 		tr = &writeTrace{start: start}
 	}
-	run := func(fx []coord.Effect) (coord.Reply, bool) {
-		if tr == nil {
-			return s.runWrite(ctx, replicas, fx, results)
-		}
-		t0 := time.Now()
-		defer func() { tr.own += time.Since(t0) }()
-		return s.runWrite(ctx, replicas, fx, results)
-	}
-	reply, done := run(fx)
+	reply, done := s.runTraced(tr, ctx, replicas, fx, results)
 	var slow <-chan time.Time // nil (never ready) unless the policy waits for some replicas
 	if !done && s.slowAfter > 0 && w.WaitsForCounted() {
 		st := getTimer(s.slowAfter)
@@ -146,12 +138,12 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 			if tr != nil {
 				tr.answers = append(tr.answers, r)
 			}
-			reply, done = run(w.OnResponse(r.from, r.err))
+			reply, done = s.runTraced(tr, ctx, replicas, w.OnResponse(r.from, r.err), results)
 		case <-timer.C:
-			reply, done = run(w.OnTimeout())
+			reply, done = s.runTraced(tr, ctx, replicas, w.OnTimeout(), results)
 		case <-slow:
 			slow = nil
-			reply, done = run(w.OnSlow())
+			reply, done = s.runTraced(tr, ctx, replicas, w.OnSlow(), results)
 		}
 	}
 	if tr != nil {
@@ -176,6 +168,17 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
 		go finish() // the rest of the replicas' answers, for hints
 	}
 	return reply.Err
+}
+
+// runTraced is runWrite, adding the time it takes to tr's (nil: no trace).
+func (s *clusterStore) runTraced(tr *writeTrace, ctx context.Context, replicas []coord.Replica, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
+	if tr == nil {
+		return s.runWrite(ctx, replicas, fx, results)
+	}
+	t0 := time.Now()
+	reply, done := s.runWrite(ctx, replicas, fx, results)
+	tr.own += time.Since(t0)
+	return reply, done
 }
 
 // runWrite carries out a write's effects and returns its reply once there is one.

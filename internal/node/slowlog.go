@@ -61,7 +61,8 @@ func (w *slowWrites) check(took time.Duration, tr *writeTrace, replicas []coord.
 }
 
 // describeAnswers says, for each replica, when its answer reached the coordinator
-// ("lsm 0e6f13b5: 12ms"), or that none had by the reply.
+// ("write-optimized 0e6f13b5: 12ms"), that it was down, or that none had come by the
+// reply.
 func describeAnswers(tr *writeTrace, replicas []coord.Replica) string {
 	parts := make([]string, 0, len(replicas))
 	for _, r := range replicas {
