@@ -11,6 +11,8 @@
 #                 SSD (--lsm-second-dir-policy lower-levels)
 #   tiered        kura's tiered storage: --fast-dir on the SSD with --fast-budget-bytes
 #   tiered-writes the same, counting writes as accesses too (--tier-count-writes)
+#   tiered-cache  the same, the fast tier's share of the caches FAST_CACHE_SHARE (0.1)
+#                 instead of a quarter (--tier-fast-cache-share)
 #   fast          everything on a second, larger SSD (the upper bound)
 #
 # Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G
@@ -119,6 +121,7 @@ config_flags() {
   lower-levels) printf '%s\n' "--data-dir=$SSD/data" "--lsm-second-dir=$HDD/second" "--lsm-second-dir-policy=lower-levels" ;;
   tiered) printf '%s\n' "--data-dir=$HDD/data" "--fast-dir=$SSD/fast" "--fast-budget-bytes=$BUDGET" ;;
   tiered-writes) config_flags tiered; echo "--tier-count-writes" ;;
+  tiered-cache) config_flags tiered; echo "--tier-fast-cache-share=${FAST_CACHE_SHARE:-0.1}" ;;
   *) echo "unknown configuration $1" >&2; return 1 ;;
   esac
 }
