@@ -218,27 +218,28 @@ drop_caches() {
   echo 3 >/proc/sys/vm/drop_caches
 }
 
+# at_once STEP Z runs STEP (load_node or run_node) for every configuration on its own
+# slot, all at once, and waits for them.
+at_once() {
+  local i pids=()
+  for i in "${!CONFIG_LIST[@]}"; do
+    "$1" "${CONFIG_LIST[$i]}" "$2" "$i" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+}
+
 COMMON=(-p writeallfields=true --records "$RECORDS" --progress none)
 for z in $ZIPFS; do
   if [ -n "$PARALLEL" ]; then
     remove_data
-    pids=()
     for i in "${!CONFIG_LIST[@]}"; do
       start_node "${CONFIG_LIST[$i]}" "$z" "$i"
     done
-    for i in "${!CONFIG_LIST[@]}"; do
-      load_node "${CONFIG_LIST[$i]}" "$z" "$i" &
-      pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
+    at_once load_node "$z"
     drop_caches
     for i in "${!CONFIG_LIST[@]}"; do limit_node "${CONFIG_LIST[$i]}" "$i"; done
-    pids=()
-    for i in "${!CONFIG_LIST[@]}"; do
-      run_node "${CONFIG_LIST[$i]}" "$z" "$i" &
-      pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
+    at_once run_node "$z"
     stop_nodes
   else
     for c in "${CONFIG_LIST[@]}"; do
