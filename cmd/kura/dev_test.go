@@ -277,8 +277,16 @@ func missingAtAll(t *testing.T, client *redis.Client, acked map[string]string) i
 		t.Fatal(err)
 	}
 	missing := 0
+	// A node the failure detector suspects for a moment (a loaded machine, a node just
+	// restarted) makes ALL unavailable, not the write lost: such reads are retried, for
+	// up to 30 s in all.
+	retryUntil := time.Now().Add(30 * time.Second)
 	for k, v := range acked {
 		got, err := conn.Get(ctx, k).Result()
+		for err != nil && err != redis.Nil && strings.HasPrefix(err.Error(), "UNAVAILABLE") && time.Now().Before(retryUntil) {
+			time.Sleep(100 * time.Millisecond)
+			got, err = conn.Get(ctx, k).Result()
+		}
 		if err != nil || got != v {
 			missing++
 			if missing < 5 {
