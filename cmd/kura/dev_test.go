@@ -82,10 +82,16 @@ func logsOnFailure(t *testing.T, dataDir string) string {
 	return dataDir
 }
 
+// devReady is how long the tests let `kura dev` take to bring its ring up. Nine race-built
+// nodes join one after another, and under a loaded CI machine the first alone once took
+// 30 s to open its engine: the limit is for a hung start, not a slow one.
+const devReady = 150 * time.Second
+
 // startDev runs `kura dev` and returns the nodes it printed once the ring is ready.
 func startDev(t *testing.T, args ...string) (*exec.Cmd, map[string]devInfo) {
 	t.Helper()
-	cmd := exec.Command(kuraBin, append([]string{"dev"}, args...)...)
+	args = append([]string{"dev", "--ready-timeout", devReady.String()}, args...)
+	cmd := exec.Command(kuraBin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +120,8 @@ func startDev(t *testing.T, args ...string) (*exec.Cmd, map[string]devInfo) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(90 * time.Second):
-		t.Fatal("kura dev did not get ready")
+	case <-time.After(devReady + 30*time.Second):
+		t.Fatalf("kura dev did not get ready in %v", devReady+30*time.Second)
 	}
 	go func() { _, _ = bufio.NewReader(out).WriteTo(new(bytes.Buffer)) }()
 	return cmd, nodes

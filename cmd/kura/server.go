@@ -52,6 +52,9 @@ func runServer(cfg config.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	node.Version = version
+	// A line before the engine opens and the node joins, so that a slow start (a large
+	// write-ahead log to replay, seeds that do not answer) shows where the time went.
+	log.Info("kura node starting", "version", version, "engine", cfg.Engine, "data_dir", cfg.DataDir)
 	n, err := node.Start(cfg, log)
 	if err != nil {
 		return err

@@ -194,6 +194,7 @@ func (c *clusterNode) join(self cluster.Member) error {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
+		c.log.Info("contacted the seeds", "seeds", seeds)
 		c.waitForState(2 * time.Second)
 	}
 	if len(self.Tokens) > 0 {
@@ -233,16 +234,21 @@ func (c *clusterNode) waitForEarlierJoiners(limit time.Duration) {
 	for time.Now().Before(deadline) && !c.gossip.Settled() { // know everyone's status first
 		time.Sleep(50 * time.Millisecond)
 	}
+	nextLog := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		earlier := false
+		var waitingFor []ring.NodeID
 		for _, m := range c.gossip.Members() {
 			if m.Status == cluster.Joining && m.Up && m.ID < c.self {
-				earlier = true
+				waitingFor = append(waitingFor, m.ID)
 			}
 		}
-		if !earlier {
+		if len(waitingFor) == 0 {
 			c.refresh()
 			return
+		}
+		if time.Now().After(nextLog) {
+			c.log.Info("waiting for nodes joining at the same time to pick their tokens first", "waiting_for", waitingFor)
+			nextLog = time.Now().Add(5 * time.Second)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
