@@ -95,6 +95,9 @@ func heteroConfig(t *testing.T, eng, host, seed string) config.Config {
 	c := clusterConfig(t, host, seed)
 	c.Engine = eng
 	c.Placement, c.Routing = "engine-diverse", "engine-aware"
+	// No test here waits out a timeout, and under a loaded CI machine one of 300 synced
+	// writes once took over clusterConfig's second.
+	c.RequestTimeout = 10 * time.Second
 	return c
 }
 
