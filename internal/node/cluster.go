@@ -53,6 +53,7 @@ type clusterNode struct {
 	dir      string
 	handler  *replica.Handler
 	hints    *hint.Store
+	hintq    *hintQueue // takes the request path's hints to hints
 	server   *transport.Server
 	ln       net.Listener
 	gossip   *membership.Gossip
@@ -110,6 +111,12 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 		return nil, err
 	}
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
+	c.hintq = newHintQueue(c.hints, hintQueueSize, func(target string, err error) {
+		c.metrics.hint(err)
+		if err != nil {
+			c.log.Warn("hint dropped", "replica", target, "err", err)
+		}
+	})
 	reg.MustRegister(internodeCollector{c})
 	if cfg.AsyncWriteTarget > 0 && cfg.Routing != "uniform" { // uniform routing sends nothing asynchronously
 		c.async = newAsyncPacer(cfg.AsyncWriteTarget, cfg.WriteFallback, c.hostOf)
@@ -325,7 +332,7 @@ func (c *clusterNode) newStore() *clusterStore {
 		load = newLoadTracker(c.lagging)
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hints,
+		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hintq,
 		metrics: c.metrics, log: c.log, slow: newSlowWrites(c.cfg.SlowWriteLog, c.log)}
 }
 
@@ -644,6 +651,9 @@ func (c *clusterNode) close(ctx context.Context) error {
 		cl.Close()
 	}
 	c.peersMu.Unlock()
+	if c.hintq != nil {
+		c.hintq.close() // stores the hints still queued
+	}
 	if c.hints != nil {
 		errs = append(errs, c.hints.Close())
 	}

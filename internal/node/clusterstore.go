@@ -23,7 +23,8 @@ type caller interface {
 	Go(ctx context.Context, method uint16, payload []byte, done func([]byte, error))
 }
 
-// hintSink keeps writes for replicas that did not take them (*hint.Store).
+// hintSink keeps writes for replicas that did not take them: *hint.Store, or the
+// hintQueue in front of it, which reports each hint's outcome itself.
 type hintSink interface {
 	Add(target string, m row.Mutation, now time.Time) error
 }
@@ -243,14 +244,10 @@ func roleOf(replicas []coord.Replica, id ring.NodeID) engine.Role {
 // isLocal reports whether replica id is this node's own, called directly.
 func (s *clusterStore) isLocal(id ring.NodeID) bool { return s.local != nil && id == s.self }
 
+// hint hands h to the hint sink, which counts and logs its outcome (see hintQueue).
 func (s *clusterStore) hint(h coord.StoreHint) {
-	if s.hints == nil {
-		return
-	}
-	err := s.hints.Add(string(h.For), h.Mutation, time.Now())
-	s.metrics.hint(err)
-	if err != nil {
-		s.log.Warn("hint dropped", "replica", h.For, "err", err)
+	if s.hints != nil {
+		_ = s.hints.Add(string(h.For), h.Mutation, time.Now())
 	}
 }
 

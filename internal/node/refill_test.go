@@ -157,6 +157,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	if err := c1.Set(ctx, "x", "acknowledged", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	n1.cluster.hintq.sync() // the coordinator stores hints off the request path
 	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 100, func([]row.Mutation) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +268,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	n1.cluster.hintq.sync() // the coordinator stores hints off the request path
 	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
