@@ -227,11 +227,11 @@ func TestDecisionLeavesQueuedRowsToPromotionOnRead(t *testing.T) {
 	}
 }
 
-// While the budget has room and promotion on read runs, the window's decision promotes
-// nothing: a hot row that missed the read queue waits for its next read (whose capture
-// spares the slow device) instead of being read from the slow tier by the decision. Once
-// the budget is full, the decision swaps as before.
-func TestDecisionLeavesPromotionToReadsWhileTheBudgetHasRoom(t *testing.T) {
+// While promotion on read runs, the window's decision promotes nothing: a hot row that
+// missed the read queue waits for its next read (whose capture spares the slow device)
+// instead of being read from the slow tier by the decision. Once the budget is full, the
+// decision offers its lowest-scored rows, and that next read swaps.
+func TestDecisionLeavesPromotionToReads(t *testing.T) {
 	db, _, _ := openCapturing(t)
 	now := time.Unix(1000, 0)
 	for _, k := range []string{"f", "s"} {
@@ -246,7 +246,7 @@ func TestDecisionLeavesPromotionToReadsWhileTheBudgetHasRoom(t *testing.T) {
 	for i := range 5 {
 		tr.Record([]byte("s"), now.Add(time.Duration(i)*time.Millisecond)) // dropped from the read queue
 	}
-	step := func(budget int64) {
+	step := func(budget int64) *Migrator {
 		t.Helper()
 		m, err := NewMigrator(db, MigratorConfig{BudgetBytes: budget, Now: func() time.Time { return now }})
 		if err != nil {
@@ -256,13 +256,21 @@ func TestDecisionLeavesPromotionToReadsWhileTheBudgetHasRoom(t *testing.T) {
 		if _, err := m.Step(now.Add(10 * time.Second)); err != nil {
 			t.Fatal(err)
 		}
+		return m
 	}
 	step(10 * rowBytes)
 	if db.HomeOf([]byte("s")) != Slow {
 		t.Fatal("the decision promoted s while the budget had room: promotion on read's job")
 	}
-	step(rowBytes) // full with f, which nobody read: s takes its place
+	m := step(rowBytes) // full with f, which nobody read: offered, not yet moved
+	if db.HomeOf([]byte("s")) != Slow || len(m.pool) != 1 || m.pool[0].Key != "f" {
+		t.Fatalf("with the budget full, s is on the %s tier and the decision offers %+v, want slow and f", db.HomeOf([]byte("s")), m.pool)
+	}
+	m.noteRead([]byte("s"), nil, 0) // s is read again
+	if err := m.promoteRead(now.Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if db.HomeOf([]byte("s")) != Fast || db.HomeOf([]byte("f")) != Slow {
-		t.Fatalf("with the budget full, s is on the %s tier and f on the %s, want a swap", db.HomeOf([]byte("s")), db.HomeOf([]byte("f")))
+		t.Fatalf("after s's read, s is on the %s tier and f on the %s, want a swap", db.HomeOf([]byte("s")), db.HomeOf([]byte("f")))
 	}
 }

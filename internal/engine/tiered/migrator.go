@@ -59,6 +59,9 @@ type Migrator struct {
 	cfg     MigratorConfig
 
 	mu sync.Mutex // held by Step and promoteRead, which may take minutes on a busy device
+	// pool holds, once the budget is full, the fast tier's lowest-scored rows at the last
+	// Step, lowest first: the rows a read's promotion may displace (see promoteRead).
+	pool []Candidate
 
 	lastMu sync.Mutex
 	last   Decision
@@ -72,11 +75,16 @@ type Migrator struct {
 	samples   []sample // counters over the last minutes, oldest first, for Recent
 
 	// Promotion on read (see promoteRead): keys read from the slow tier since the last
-	// drain, and written there when the engine counts writes, while the budget has room.
-	readMu   sync.Mutex
-	read     map[string]Captured
-	full     atomic.Bool // the budget had no room at the last look
-	promoted atomic.Int64
+	// drain, while the budget has room or pool offers rows, and keys written there when
+	// the engine counts writes, while the budget has room.
+	readMu    sync.Mutex
+	read      map[string]Captured
+	full      atomic.Bool // the budget had no room at the last look
+	swapping  atomic.Bool // the budget is full and pool is not empty
+	promoted  atomic.Int64
+	displaced atomic.Int64
+	// reported is displaced at the last Step's log line.
+	reported int64
 }
 
 // Limits of promotion on read.
@@ -87,6 +95,8 @@ const (
 	readDrainEvery = 100 * time.Millisecond
 	// readQueueMax bounds the keys waiting; more are left to the window's decision.
 	readQueueMax = 4096
+	// poolMax bounds the rows a Step offers for displacement until the next one.
+	poolMax = 4096
 )
 
 // Decision is what one Step saw and did.
@@ -137,15 +147,16 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 		size[c.Key] = c.Bytes
 		used += c.Bytes
 	}
-	// While the budget has room and the migrator runs (Start), hot rows are promoted as
-	// they are read (promoteRead), from the row the read captured, and the decision
-	// promotes none: a promotion of its own reads the row from the slow device, one row at
-	// a time, to save at most the device read of the row's next read, which would promote
-	// it anyway; and while it ran (137 s for 1,060 rows on the saturated emulated HDD) it
-	// held up every promotion on read. It only makes room (rows over the budget) and,
-	// once the budget is full, swaps.
+	// While the migrator runs (Start), hot rows are promoted as they are read
+	// (promoteRead), from the row the read captured, and the decision promotes none: a
+	// promotion of its own reads the row from the slow device, one row at a time, to save
+	// at most the device read of the row's next read, which would promote it anyway; and
+	// while it ran (137 s for 1,060 rows, and once the budget was full 236 s for 1,287, on
+	// the saturated emulated HDD) it held up every promotion on read. It only makes room
+	// (rows over the budget) and, once the budget is full, offers its lowest-scored rows
+	// for reads to displace (pool).
 	var hot []access.Key
-	if !m.started.Load() || used+est > m.cfg.BudgetBytes {
+	if !m.started.Load() {
 		hot = m.tracker.Top(now)
 	}
 	m.readMu.Lock()
@@ -173,7 +184,18 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
 	d.Took = time.Since(start)
 	d.FastBytes = m.db.FastRowBytes()
-	m.full.Store(d.FastBytes+est > m.cfg.BudgetBytes)
+	full := d.FastBytes+est > m.cfg.BudgetBytes
+	m.full.Store(full)
+	m.pool = nil
+	if full && m.started.Load() {
+		m.pool = lowestKept(in.Fast, moves, poolMax)
+	}
+	m.swapping.Store(len(m.pool) > 0)
+	if n := m.displaced.Load(); n > m.reported {
+		m.cfg.Logger.Info("tiered: reads displaced rows since the last decision", "displaced", n-m.reported,
+			"promoted_on_read_total", m.promoted.Load())
+		m.reported = n
+	}
 	m.lastMu.Lock()
 	m.last = d
 	m.lastMu.Unlock()
@@ -182,6 +204,23 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 			"bytes", d.MovedBytes, "took", d.Took, "threshold", d.Threshold, "fast_bytes", d.FastBytes)
 	}
 	return moves, err
+}
+
+// lowestKept returns up to n of fast's rows that moves leave on the fast tier, lowest
+// score first.
+func lowestKept(fast []Candidate, moves []Move, n int) []Candidate {
+	gone := make(map[string]bool, len(moves))
+	for _, mv := range moves {
+		gone[mv.Key] = mv.To == Slow
+	}
+	kept := make([]Candidate, 0, len(fast))
+	for _, c := range fast {
+		if !gone[c.Key] {
+			kept = append(kept, c)
+		}
+	}
+	slices.SortFunc(kept, lowestFirst)
+	return slices.Clip(kept[:min(n, len(kept))])
 }
 
 // carryOut makes the moves in their order, a chunk of one direction at a time, pausing
@@ -269,13 +308,15 @@ func (m *Migrator) Last() Decision {
 }
 
 // Start runs Step once after every roll-over of the tracker's window, checked ten times
-// a window, until Stop. While the budget has room it also promotes the rows read from the
-// slow tier as they are read (every readDrainEvery), rather than at the window's end:
-// they are hot by the paper's rule (K=1), and the fast tier fills as fast as clients name
-// rows. Such a promotion copies the row the client's read saw, unless a write to its
-// stripe came since, so it reads nothing from the slow device. When the engine counts
-// writes (Options.CountWrites), rows written on the slow tier are promoted the same way,
-// read from the slow tier as they move.
+// a window, until Stop. It also promotes the rows read from the slow tier as they are
+// read (every readDrainEvery), rather than at the window's end: while the budget has
+// room, those hot by the paper's rule (K=1), so that the fast tier fills as fast as
+// clients name rows; once it is full, those that score Displace times higher than rows
+// the last Step offered, which they displace. Such a promotion copies the row the
+// client's read saw, unless a write to its stripe came since, so it reads nothing from the
+// slow device. When the engine counts writes (Options.CountWrites), rows written on the
+// slow tier are promoted the same way while the budget has room, read from the slow tier
+// as they move.
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
@@ -307,9 +348,9 @@ func (m *Migrator) sampleLoop(interval time.Duration) {
 }
 
 // noteRead queues a key just read from the slow tier, with the row the read saw, unless
-// the budget is full.
+// the budget is full and no Step has offered rows to displace.
 func (m *Migrator) noteRead(key, stored []byte, token uint64) {
-	if m.full.Load() {
+	if m.full.Load() && !m.swapping.Load() {
 		return
 	}
 	m.readMu.Lock()
@@ -363,9 +404,13 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 	}
 }
 
-// promoteRead moves the queued keys that are hot (accessed at least K times in this
-// window or the last) to the fast tier while the budget has room, at most the byte
-// rate's share of readDrainEvery.
+// promoteRead moves the queued keys that are hot (read at least K times in this window
+// or the last) to the fast tier, highest score first, at most the byte rate's share of
+// readDrainEvery: into the budget's room while it has some, and once it is full in place
+// of rows the last Step offered (pool) that score Displace times lower now, which move
+// to the slow tier first. The same Policy.Decide as a Step's decides, over the queued
+// keys and the offered rows; but a promotion here copies the row the read captured, so a
+// swap reads nothing from the slow device (the demoted row is read from the fast one).
 func (m *Migrator) promoteRead(now time.Time) error {
 	m.readMu.Lock()
 	queued := m.read
@@ -377,33 +422,79 @@ func (m *Migrator) promoteRead(now time.Time) error {
 	m.mu.Lock() // not during a Step
 	defer m.mu.Unlock()
 	est := m.db.slowRowBytes()
-	room := m.cfg.BudgetBytes - m.db.FastRowBytes()
-	limit := max(1, int(float64(m.cfg.MoveBytesPerSecond)*readDrainEvery.Seconds())/int(max(est, 1)))
-	var keys [][]byte
+	p := m.policy()
+	var hot []Candidate
 	for k := range queued {
-		if room < est || len(keys) >= limit {
-			break
-		}
 		kb := []byte(k)
-		if m.db.HomeOf(kb) == Slow && m.tracker.Hot(kb, now) {
-			keys = append(keys, kb)
-			room -= est
+		if m.db.HomeOf(kb) != Slow {
+			continue
+		}
+		recent := m.tracker.Recent(kb, now)
+		reads := max(m.tracker.Count(kb, now), recent)
+		if reads >= p.MinReads {
+			hot = append(hot, Candidate{Key: k, Reads: reads, Score: m.tracker.Score(kb, now) + float64(recent), Bytes: est})
 		}
 	}
-	m.full.Store(room < est)
-	if len(keys) == 0 {
+	room := max(0, m.cfg.BudgetBytes-m.db.FastRowBytes())
+	var offered []Candidate
+	var offeredBytes int64
+	if room < est*int64(len(hot)) { // rescore as many of the offered rows as could go
+		for _, c := range m.pool {
+			if len(offered) >= 2*len(hot)+16 {
+				break
+			}
+			kb := []byte(c.Key)
+			if m.db.HomeOf(kb) != Fast {
+				continue
+			}
+			recent := m.tracker.Recent(kb, now)
+			c.Reads, c.Score = max(m.tracker.Count(kb, now), recent), m.tracker.Score(kb, now)+float64(recent)
+			offered = append(offered, c)
+			offeredBytes += c.Bytes
+		}
+	}
+	p.BudgetBytes = room + offeredBytes
+	p.MaxMoveBytes = max(est, int64(float64(m.cfg.MoveBytesPerSecond)*readDrainEvery.Seconds()))
+	var promote, demote [][]byte
+	for _, mv := range p.Decide(Input{Fast: offered, Hot: hot}) {
+		if mv.To == Fast {
+			promote = append(promote, []byte(mv.Key))
+		} else {
+			demote = append(demote, []byte(mv.Key))
+		}
+	}
+	defer func() {
+		m.full.Store(m.db.FastRowBytes()+est > m.cfg.BudgetBytes)
+		m.swapping.Store(len(m.pool) > 0)
+	}()
+	if len(demote) > 0 {
+		if err := m.db.Move(demote, Slow); err != nil {
+			return err
+		}
+		m.displaced.Add(int64(len(demote)))
+		gone := make(map[string]bool, len(demote))
+		for _, k := range demote {
+			gone[string(k)] = true
+		}
+		m.pool = slices.DeleteFunc(m.pool, func(c Candidate) bool { return gone[c.Key] })
+	}
+	if len(promote) == 0 {
 		return nil
 	}
-	if err := m.db.moveCaptured(keys, queued); err != nil {
+	if err := m.db.moveCaptured(promote, queued); err != nil {
 		return err
 	}
-	m.promoted.Add(int64(len(keys)))
+	m.promoted.Add(int64(len(promote)))
 	return nil
 }
 
 // PromotedOnRead is the number of rows promoted as they were read, or written when the
 // engine counts writes (see Start).
 func (m *Migrator) PromotedOnRead() int64 { return m.promoted.Load() }
+
+// DisplacedOnRead is the number of rows moved to the slow tier to make room for rows
+// promoted as they were read, once the budget was full.
+func (m *Migrator) DisplacedOnRead() int64 { return m.displaced.Load() }
 
 // Stop ends the loop started by Start, cutting a pause between moves short, and waits
 // for it. It is safe to call more than once, and without Start.

@@ -154,7 +154,8 @@ func TestMigratorRecentRates(t *testing.T) {
 }
 
 // While the budget has room, a row read from the slow tier moves to the fast one within
-// moments, not at the window's end; once the budget is full, reads promote nothing more.
+// moments, not at the window's end; once the budget is full, reads promote nothing more
+// until a decision offers rows to displace (see the next test).
 func TestMigratorPromotesOnReadWhileTheBudgetHasRoom(t *testing.T) {
 	tr := access.New(access.Config{Window: time.Hour}) // no roll-over during the test
 	fx := newFixtureWith(t, tr)
@@ -176,6 +177,64 @@ func TestMigratorPromotesOnReadWhileTheBudgetHasRoom(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if fx.db.HomeOf([]byte("b")) != tiered.Slow || m.PromotedOnRead() != 1 {
 		t.Errorf("b on the %s tier, %d promoted on read: want slow and 1", fx.db.HomeOf([]byte("b")), m.PromotedOnRead())
+	}
+}
+
+// Once the budget is full and a decision has offered its lowest-scored rows, a row read
+// from the slow tier takes the place of one that scores Displace times lower, within
+// moments of the read, and the swap reads nothing more from the slow device: the row
+// promoted is the one the read captured. A row scored high stays.
+func TestMigratorSwapsOnReadOnceTheBudgetIsFull(t *testing.T) {
+	tr := access.New(access.Config{Window: 10 * time.Second})
+	fx := newFixtureWith(t, tr)
+	for _, k := range []string{"warm", "cold", "new", "other"} {
+		fx.apply(k, cell("v", "0123456789", 1))
+	}
+	m := fx.sizedMigrator("cold", 2)
+	if err := fx.move(tiered.Fast, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		mustGet(t, fx.db, "warm")
+	}
+	fx.clk.Advance(10 * time.Second) // the reads of warm are a complete window
+	m.Start()
+	defer m.Stop()
+	if _, err := m.Step(time.UnixMicro(fx.clk.Now())); err != nil { // offers cold, then warm
+		t.Fatal(err)
+	}
+	home := func(k string) tiered.Tier { return fx.db.HomeOf([]byte(k)) }
+	if home("warm") != tiered.Fast || home("cold") != tiered.Fast || home("new") != tiered.Slow {
+		t.Fatalf("before the reads: warm %s, cold %s, new %s; want fast, fast, slow", home("warm"), home("cold"), home("new"))
+	}
+
+	slowReads := fx.tiers[tiered.Slow].storedReads.Load()
+	mustGet(t, fx.db, "new") // read once: score 1 against cold's 0
+	for deadline := time.Now().Add(10 * time.Second); home("new") != tiered.Fast; {
+		if time.Now().After(deadline) {
+			t.Fatal("a row read from the slow tier did not displace a cold one")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if home("cold") != tiered.Slow || home("warm") != tiered.Fast {
+		t.Errorf("after the swap cold is on the %s tier and warm on the %s: want slow and fast", home("cold"), home("warm"))
+	}
+	if n := fx.tiers[tiered.Slow].storedReads.Load() - slowReads; n != 1 {
+		t.Errorf("the read and the swap read the slow tier %d times, want 1 (the read's own)", n)
+	}
+
+	mustGet(t, fx.db, "other") // score 1 against warm's 4: not Displace (2) times higher
+	time.Sleep(300 * time.Millisecond)
+	if home("other") != tiered.Slow || home("warm") != tiered.Fast {
+		t.Errorf("other on the %s tier, warm on the %s: want slow and fast", home("other"), home("warm"))
+	}
+	if m.PromotedOnRead() != 1 || m.DisplacedOnRead() != 1 {
+		t.Errorf("%d promoted and %d displaced on read, want 1 and 1", m.PromotedOnRead(), m.DisplacedOnRead())
+	}
+	for _, k := range []string{"warm", "cold", "new", "other"} {
+		if r, _ := mustGet(t, fx.db, k); len(r.Cells) != 1 || string(r.Cells[0].Value) != "0123456789" {
+			t.Errorf("%s after the moves: %+v", k, r)
+		}
 	}
 }
 

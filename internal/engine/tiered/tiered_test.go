@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,12 @@ type hookedTier struct {
 	engine.Tierable
 	mu           sync.Mutex
 	beforeRemove func(keys [][]byte) error
+	storedReads  atomic.Int64 // GetStored calls: the reads a move makes of its source
+}
+
+func (h *hookedTier) GetStored(key []byte) (row.Row, bool, error) {
+	h.storedReads.Add(1)
+	return h.Tierable.GetStored(key)
 }
 
 func (h *hookedTier) Remove(keys [][]byte) error {
