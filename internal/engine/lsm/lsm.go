@@ -156,6 +156,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		err = db.applySecondDir(po)
 	}
 	if err == nil {
+		if po.FS == nil {
+			po.FS = vfs.Default
+		}
+		po.FS = newWALFS(po.FS, opts.Logger)
 		db.pdb, err = pebble.Open(dir, po)
 	}
 	if err == nil && opts.SecondDirPolicy == LowerLevels {
