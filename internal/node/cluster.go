@@ -53,7 +53,7 @@ type clusterNode struct {
 	dir      string
 	handler  *replica.Handler
 	hints    *hint.Store
-	hintq    *hintQueue // takes the request path's hints to hints
+	hintq    *hintQueue // stores the request path's hints in hints, off that path
 	server   *transport.Server
 	ln       net.Listener
 	gossip   *membership.Gossip
