@@ -13,6 +13,8 @@
 #   tiered-writes the same, counting writes as accesses too (--tier-count-writes)
 #   tiered-cache  the same, the fast tier's share of the caches FAST_CACHE_SHARE (0.1)
 #                 instead of a quarter (--tier-fast-cache-share)
+#   tiered-uncached  the same, the fast tier's files kept out of the page cache
+#                 (--tier-fast-page-cache=false), which then holds the HDD's pages
 #   fast          everything on a second, larger SSD (the upper bound)
 #
 # Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G
@@ -122,6 +124,7 @@ config_flags() {
   tiered) printf '%s\n' "--data-dir=$HDD/data" "--fast-dir=$SSD/fast" "--fast-budget-bytes=$BUDGET" ;;
   tiered-writes) config_flags tiered; echo "--tier-count-writes" ;;
   tiered-cache) config_flags tiered; echo "--tier-fast-cache-share=${FAST_CACHE_SHARE:-0.1}" ;;
+  tiered-uncached) config_flags tiered; echo "--tier-fast-page-cache=false" ;;
   *) echo "unknown configuration $1" >&2; return 1 ;;
   esac
 }
@@ -138,8 +141,9 @@ disk_stats() {
 }
 
 # sample_minutes DIR SLOT: every 60 s until killed, one line per disk read counter to
-# DIR/devices.txt and, when the node is tiered, the fast tier's rows and shares of reads
-# (since start, last minute) to DIR/tiers.txt.
+# DIR/devices.txt, the bytes of each disk's sstables in the page cache to
+# DIR/pagecache.txt (fincore) and, when the node is tiered, the fast tier's rows and
+# shares of reads (since start, last minute) to DIR/tiers.txt.
 sample_minutes() {
   local start=$SECONDS d dev role roles=(hdd ssd) k
   use_slot "$2"
@@ -149,6 +153,9 @@ sample_minutes() {
       role=${roles[$k]} k=$((k + 1))
       dev=$(basename "$(findmnt -n -o SOURCE --mountpoint "/mnt/kura-$d")")
       awk -v s=$((SECONDS - start)) -v d="$role" '{print s, d, "reads", $1}' "/sys/block/$dev/stat" >>"$1/devices.txt"
+      find "/mnt/kura-$d/tiered-bench" -name '*.sst' -print0 2>/dev/null |
+        xargs -0 -r fincore --bytes --noheadings --output RES 2>/dev/null |
+        awk -v s=$((SECONDS - start)) -v d="$role" '{r += $1} END {print s, d, "sst_bytes_in_page_cache", r + 0}' >>"$1/pagecache.txt"
     done
     curl -sf "http://127.0.0.1:$S_ADMIN/tiers" 2>/dev/null | python3 -c '
 import json, sys

@@ -57,6 +57,7 @@ type Config struct {
 	TierCountWrites        bool          `yaml:"tier_count_writes"`
 	TierMoveBytesPerSecond int64         `yaml:"tier_move_bytes_per_second"`
 	TierFastCacheShare     float64       `yaml:"tier_fast_cache_share"`
+	TierFastPageCache      bool          `yaml:"tier_fast_page_cache"`
 
 	MemorySnapshot         bool          `yaml:"memory_snapshot"`
 	MemorySnapshotInterval time.Duration `yaml:"memory_snapshot_interval"`
@@ -129,6 +130,7 @@ func Default() Config {
 		TierMinReads:           1,
 		TierMoveBytesPerSecond: 32 << 20,
 		TierFastCacheShare:     0.25,
+		TierFastPageCache:      true,
 		MaxKeyBytes:            64 << 10,
 		MaxValueBytes:          16 << 20,
 		MaxRequestBytes:        64 << 20,
@@ -181,6 +183,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.TierCountWrites, "tier-count-writes", c.TierCountWrites, "tiered storage: count writes as accesses too, as the paper does (Cassandra's toppartitions samples both): --tier-min-reads then counts reads and writes, rows written often go to the fast directory as well, and under a mixed workload hot rows are found twice as fast; but a bulk load then fills the fast directory with rows written once, which reads must displace; off, rows written and never read stay on the slow device")
 	fs.Int64Var(&c.TierMoveBytesPerSecond, "tier-move-bytes-per-second", c.TierMoveBytesPerSecond, "tiered storage: most row bytes per second moved between the directories")
 	fs.Float64Var(&c.TierFastCacheShare, "tier-fast-cache-share", c.TierFastCacheShare, "tiered storage: the fast tier's share of the block and row caches (the slow tier has the rest): a miss there costs a fast-device read, one in the slow tier a slow-device read")
+	fs.BoolVar(&c.TierFastPageCache, "tier-fast-page-cache", c.TierFastPageCache, "tiered storage: leave the fast tier's file pages in the operating system's page cache; false drops them once read or written, so that the memory holds the slow tier's pages instead, whose misses cost slow-device reads where a fast-tier miss costs a fast-device read")
 	fs.BoolVar(&c.MemorySnapshot, "memory-snapshot", c.MemorySnapshot, "memory engine: write a snapshot file on shutdown (and every --memory-snapshot-interval) and load it at start; writes between snapshots are not durable")
 	fs.DurationVar(&c.MemorySnapshotInterval, "memory-snapshot-interval", c.MemorySnapshotInterval, "memory engine: snapshot period; 0 snapshots only on shutdown")
 	fs.IntVar(&c.MaxKeyBytes, "max-key-bytes", c.MaxKeyBytes, "largest key a client may send (at most 65536)")
@@ -355,8 +358,8 @@ func (c *Config) Tiered() bool { return c.FastDir != "" }
 // validateTiers checks the tiered-storage options.
 func (c *Config) validateTiers() error {
 	if !c.Tiered() {
-		if c.SlowDir != "" || c.FastBudgetBytes != 0 || c.TierCountWrites {
-			return fmt.Errorf("%w: slow_dir, fast_budget_bytes and tier_count_writes need fast_dir", ErrInvalid)
+		if c.SlowDir != "" || c.FastBudgetBytes != 0 || c.TierCountWrites || !c.TierFastPageCache {
+			return fmt.Errorf("%w: slow_dir, fast_budget_bytes, tier_count_writes and tier_fast_page_cache need fast_dir", ErrInvalid)
 		}
 		return nil
 	}

@@ -90,7 +90,8 @@ func (n *Node) start() (err error) {
 	if cfg.Tiered() {
 		eo.Tiers = &catalog.Tiers{FastDir: cfg.FastDir, SlowDir: cfg.SlowDir,
 			Tracker:     access.New(access.Config{Window: cfg.TierWindow, MinCount: cfg.TierMinReads}),
-			CountWrites: cfg.TierCountWrites, FastCacheShare: cfg.TierFastCacheShare}
+			CountWrites: cfg.TierCountWrites, FastCacheShare: cfg.TierFastCacheShare,
+			DropFastPageCache: !cfg.TierFastPageCache}
 	}
 	engineDir := n.dir.engineDir(cfg.Engine)
 	if cfg.Engine == "btree" && cfg.BTreeDir != "" {

@@ -62,6 +62,10 @@ type Tiers struct {
 	FastCacheShare float64
 	// CountWrites counts writes in Tracker too (tiered.Options.CountWrites).
 	CountWrites bool
+	// DropFastPageCache drops the fast tier's file pages from the operating system's
+	// page cache once read or synced (lsm.Options.DropPageCache), so that the page cache
+	// holds the slow tier's pages, whose misses cost slow-device reads.
+	DropFastPageCache bool
 }
 
 // Open opens the engine called name with its files in dir.
@@ -136,7 +140,9 @@ func tierOptions(o Options, eo engine.Options, t tiered.Tier) lsm.Options {
 		fast = defaultFastCacheShare
 	}
 	cacheShare := [2]float64{tiered.Slow: 1 - fast, tiered.Fast: fast}
-	return lsmOptions(o, eo, cacheShare[t], tierMemShare[t])
+	lo := lsmOptions(o, eo, cacheShare[t], tierMemShare[t])
+	lo.DropPageCache = t == tiered.Fast && o.Tiers.DropFastPageCache
+	return lo
 }
 
 // openTiered opens the lsm engine split over o.Tiers' directories.

@@ -28,3 +28,15 @@ func TestTierStoresShareTheCachesAndMemtable(t *testing.T) {
 		}
 	}
 }
+
+// Only the fast tier's store drops its page cache, and only when asked: the page cache
+// is for the slow tier, whose misses cost slow-device reads.
+func TestOnlyTheFastTierDropsItsPageCache(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		o := Options{Tiers: &Tiers{DropFastPageCache: drop}}
+		fast, slow := tierOptions(o, engine.Options{}, tiered.Fast), tierOptions(o, engine.Options{}, tiered.Slow)
+		if fast.DropPageCache != drop || slow.DropPageCache {
+			t.Errorf("DropFastPageCache %v: the fast store drops %v, the slow one %v", drop, fast.DropPageCache, slow.DropPageCache)
+		}
+	}
+}

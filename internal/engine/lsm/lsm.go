@@ -62,6 +62,13 @@ type Options struct {
 	// CollapseOperands is the number of merge operands a read of one key may merge before
 	// the key is rewritten as one value (see collapser); default 16, negative disables.
 	CollapseOperands int
+	// DropPageCache drops the store's file pages from the operating system's page cache
+	// once they are read or synced (see uncachedFS), so that the memory they would take
+	// goes to other files. Tiered storage sets it on the fast tier's store: its device
+	// answers a miss cheaply, and the pages it would keep cached, the hottest rows of the
+	// node, push out pages of the slow tier, whose misses cost slow-device reads. Default
+	// false: pages stay cached as the kernel sees fit.
+	DropPageCache bool
 }
 
 func (o Options) withDefaults() Options {
@@ -158,6 +165,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err == nil {
 		if po.FS == nil {
 			po.FS = vfs.Default
+		}
+		if opts.DropPageCache {
+			po.FS = newUncachedFS(po.FS)
 		}
 		po.FS = newWALFS(po.FS, opts.Logger)
 		db.pdb, err = pebble.Open(dir, po)
