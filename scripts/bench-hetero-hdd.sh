@@ -12,7 +12,9 @@
 # get 512 MiB between them once the records are loaded (homogeneous: the lsm node;
 # heterogeneous: lsm 352 MiB, btree 160 MiB), the in-memory nodes room for their share.
 # HINTS=log puts the nodes' hint stores on the log disks (--hints-dir) instead of their
-# data directories. Any variable of bench-hetero.sh can be overridden from the environment. It takes about
+# data directories. SHARED=1 gives each heterogeneous host's lsm and btree nodes their
+# 512 MiB together (an emulate-disks.sh group per host) instead of 352 and 160 MiB
+# apiece: the page cache then goes to whichever node reads, as on one machine. Any variable of bench-hetero.sh can be overridden from the environment. It takes about
 # 35 minutes; the images need about 24 GB of free disk under /var/tmp/kura-disks.
 # docs/benchmarks.md has the results and the reasons for each setting.
 set -euo pipefail
@@ -45,7 +47,9 @@ export NODE_WRAPPER=${NODE_WRAPPER:-"env GOMEMLIMIT=200MiB $EMU run --disk hdd1{
 # memtables (128 MiB, outside the Go heap) fill once it serves reads (load-aware routing
 # sends it the reads a lagging B+tree would have had), and a 200 MiB heap beside them
 # overran the limit (one lsm node was killed by its cgroup, 2026-11-22 03:56 UTC).
-export HETERO_WRAPPER=${HETERO_WRAPPER:-"env GOMEMLIMIT=128MiB $EMU run --disk hdd1{host} --memory 3G --"}
+GROUP=""
+[ -n "${SHARED:-}" ] && GROUP="--group hetero{host}"
+export HETERO_WRAPPER=${HETERO_WRAPPER:-"env GOMEMLIMIT=128MiB $EMU run --disk hdd1{host} --memory 3G $GROUP --"}
 export MEMORY_NODE_WRAPPER=${MEMORY_NODE_WRAPPER:-"$EMU run --disk hdd1{host} --memory 3G --"}
 export SERVER_FLAGS=${SERVER_FLAGS:-"--durability=periodic --lsm-memtable-size-bytes=16777216"}
 # HINTS=log puts every node's hint store on its host's log disk (--hints-dir), away from
@@ -58,7 +62,9 @@ export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cach
 # (BTREE_DIR= keeps it in the data directory, on the data disk, as the first runs did).
 BTREE_DIR=${BTREE_DIR-'/mnt/kura-hdd{host}/btree-heterogeneous'}
 export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous${BTREE_DIR:+ --btree-dir=$BTREE_DIR}${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-heterogeneous}"}
-export HOMO_LIMITS=${HOMO_LIMITS:-"lsm=512M"} HETERO_LIMITS=${HETERO_LIMITS:-"lsm=352M btree=160M"}
+SPLIT="lsm=352M btree=160M"
+[ -n "${SHARED:-}" ] && SPLIT="@hetero{host}=512M"
+export HOMO_LIMITS=${HOMO_LIMITS:-"lsm=512M"} HETERO_LIMITS=${HETERO_LIMITS:-$SPLIT}
 status=0
 scripts/bench-hetero.sh "$OUT" || status=$?
 if [ "$status" -eq 0 ]; then

@@ -26,7 +26,9 @@
 # cluster), HOMO_LIMITS and HETERO_LIMITS (memory limits per engine, "lsm=384M", set with
 # `emulate-disks.sh limit` once the records are loaded, after which the page cache is
 # dropped: the wrappers' own limit can leave room to load quickly, since a B+tree loading
-# random keys under a tight limit on an emulated HDD takes hours), REUSE_DATA (set: keep
+# random keys under a tight limit on an emulated HDD takes hours; "@GROUP=SIZE" limits
+# instead the emulate-disks.sh group GROUP, {host} standing for each host's number, whose
+# nodes then share that memory as one machine's processes do), REUSE_DATA (set: keep
 # the data directories of an earlier run, and skip the load of a cluster that finished
 # loading there; a failed run keeps its data), MEMORY_NODE_WRAPPER (the same for in-memory
 # nodes only, which need room for their whole share) and DATA_ROOT (where the nodes' data directories go, e.g.
@@ -249,13 +251,21 @@ drain_hints() {
 # starts cold. A limit below what a node's own memory (not its cache) already takes cannot
 # be set: the node then keeps its wrapper's limit, and conditions.txt says so.
 apply_limits() {
-  local limits=${HETERO_LIMITS:-} l engine size pid
+  local limits=${HETERO_LIMITS:-} l engine size pid h g
   [ "$1" = homogeneous ] && limits=${HOMO_LIMITS:-}
   [ -n "$limits" ] || return 0
   sync
   echo 3 >/proc/sys/vm/drop_caches || echo "warning: cannot drop the page cache" >&2
   for l in $limits; do
     engine=${l%%=*} size=${l#*=}
+    if [[ $engine == @* ]]; then
+      for h in $(seq "$HOSTS"); do
+        g=${engine#@} && g=${g//\{host\}/$h}
+        scripts/emulate-disks.sh limit --memory "$size" --group "$g" ||
+          echo "# $1: WARNING: could not limit group $g to $size" | tee -a "$OUT/conditions.txt"
+      done
+      continue
+    fi
     while read -r pid; do
       if ! scripts/emulate-disks.sh limit --memory "$size" "$pid"; then
         echo "# $1: WARNING: could not limit the $engine node (wrapper pid $pid, RSS $(( $(tree_rss "$pid") / 1024 )) MiB) to $size" | tee -a "$OUT/conditions.txt"

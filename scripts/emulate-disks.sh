@@ -12,8 +12,9 @@
 #
 # Usage (as root):
 #   emulate-disks.sh up      [--disks "hdd ssd"] [--size 4G] [--mount-root /mnt] [--state-dir DIR]
-#   emulate-disks.sh run     [--memory 512M] [--disk NAME]... -- COMMAND [ARGS...]
+#   emulate-disks.sh run     [--memory 512M] [--disk NAME]... [--group NAME] -- COMMAND [ARGS...]
 #   emulate-disks.sh limit   --memory SIZE RUN...   (RUN: pid of a running `run`)
+#   emulate-disks.sh limit   --memory SIZE --group NAME
 #   emulate-disks.sh verify  [--memory 64M] [--size 256M] [--runtime 3]
 #   emulate-disks.sh status
 #   emulate-disks.sh down    [--purge]
@@ -40,6 +41,11 @@
 # `limit` changes the memory limit of runs already going, e.g. to load a data set with room
 # to spare and then measure with the page cache squeezed: lowering it makes the kernel
 # reclaim the runs' page cache at once.
+#
+# `run --group NAME` puts the run's cgroup inside the group's (made on first use), and
+# `limit --group NAME` limits the group: its runs then share that memory, page cache
+# included, as the processes of one machine share its RAM, and the kernel gives the page
+# cache to whichever of them reads most, where a limit per run splits it beforehand.
 #
 # Exit status: 0 on success, 1 on failure, 2 on a usage error; `run` exits with
 # the command's status.
@@ -267,13 +273,16 @@ v2_ensure_parent() {
 # accounts for the caller still sees the run), and the root blkio cgroup,
 # where the limits live.
 # v2: a child of the parent cgroup that holds io.max.
+# With a third argument, GROUP, the run's cgroup goes inside that group's (cg_group).
 RUN_PROCS=()
 cg_create_run() {
-	local id=$1 mem=$2 dir
+	local id=$1 mem=$2 group=${3:-} dir parent=""
+	if [[ -n $group ]]; then parent=$(cg_group "$group") || die "cannot make the cgroup of group $group"; fi
 	if [[ $CG_MODE == v1 ]]; then
 		local self
 		self=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3; exit }' /proc/self/cgroup)
 		dir=$MEM_ROOT${self%/}/$CG_NAME-run-$id
+		[[ -n $parent ]] && dir=$parent/$CG_NAME-run-$id
 		mkdir "$dir" || die "cannot create memory cgroup $dir"
 		echo "$dir" >>"$STATE_DIR/runs/$id"
 		put "$dir/memory.limit_in_bytes" "$mem"
@@ -286,6 +295,7 @@ cg_create_run() {
 	else
 		v2_ensure_parent
 		dir=$(v2_parent)/run-$id
+		[[ -n $parent ]] && dir=$parent/run-$id
 		mkdir "$dir" || die "cannot create cgroup $dir"
 		echo "$dir" >>"$STATE_DIR/runs/$id"
 		put "$dir/memory.max" "$mem"
@@ -296,24 +306,74 @@ cg_create_run() {
 	fi
 }
 
+# cg_group NAME makes (unless it exists) the cgroup of a group of runs and prints it:
+# v1 a memory cgroup under the caller's own, v2 a child of the parent cgroup, with the
+# memory and io controllers handed down to its runs. It is recorded in
+# STATE_DIR/groups/NAME, where `limit --group` finds it; it has no limit until one is set.
+cg_group() {
+	local name=$1 dir
+	[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || usage_error "not a group name: $name"
+	if [[ $CG_MODE == v1 ]]; then
+		local self
+		self=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3; exit }' /proc/self/cgroup)
+		dir=$MEM_ROOT${self%/}/$CG_NAME-group-$name
+	else
+		v2_ensure_parent
+		dir=$(v2_parent)/group-$name
+	fi
+	mkdir -p "$STATE_DIR/groups"
+	echo "$dir" >"$STATE_DIR/groups/$name"
+	# Another run of the same group may make it at the same moment.
+	[[ -d $dir ]] || mkdir "$dir" 2>/dev/null || [[ -d $dir ]] || die "cannot create cgroup $dir"
+	if [[ $CG_MODE == v2 ]]; then
+		local sub=""
+		[[ -r $dir/cgroup.subtree_control ]] && sub=$(<"$dir/cgroup.subtree_control")
+		[[ " $sub " == *" io "* && " $sub " == *" memory "* ]] || put "$dir/cgroup.subtree_control" "+io +memory"
+	fi
+	echo "$dir"
+}
+
+# cg_remove_group NAME removes a group's cgroup once no run is left in it.
+cg_remove_group() {
+	local rec=$STATE_DIR/groups/$1 dir
+	[[ -r $rec ]] || return 0
+	dir=$(<"$rec")
+	if [[ -d $dir ]]; then rmdir "$dir" 2>/dev/null || return 0; fi
+	rm -f "$rec"
+}
+
+# cg_set_dir_memory DIR BYTES sets one cgroup's memory limit.
+cg_set_dir_memory() {
+	local dir=$1 cur
+	if [[ $CG_MODE == v1 ]]; then
+		# memory+swap may never be below memory: lower memory first, raise it last.
+		cur=$(<"$dir/memory.limit_in_bytes")
+		if ((cur > $2)); then put "$dir/memory.limit_in_bytes" "$2"; fi
+		if [[ -e $dir/memory.memsw.limit_in_bytes ]]; then
+			printf '%s\n' "$2" >"$dir/memory.memsw.limit_in_bytes" 2>/dev/null || true
+		fi
+		if ((cur <= $2)); then put "$dir/memory.limit_in_bytes" "$2"; fi
+	else
+		put "$dir/memory.max" "$2"
+	fi
+}
+
 # cg_set_memory ID BYTES changes the memory limit of a run's cgroups.
 cg_set_memory() {
-	local rec=$STATE_DIR/runs/$1 dir cur
+	local rec=$STATE_DIR/runs/$1 dir
 	[[ -r $rec ]] || die "limit: no run $1 (give the pid of a running '$PROG run')"
 	while read -r dir; do
 		[[ -d $dir ]] || continue
-		if [[ $CG_MODE == v1 ]]; then
-			# memory+swap may never be below memory: lower memory first, raise it last.
-			cur=$(<"$dir/memory.limit_in_bytes")
-			if ((cur > $2)); then put "$dir/memory.limit_in_bytes" "$2"; fi
-			if [[ -e $dir/memory.memsw.limit_in_bytes ]]; then
-				printf '%s\n' "$2" >"$dir/memory.memsw.limit_in_bytes" 2>/dev/null || true
-			fi
-			if ((cur <= $2)); then put "$dir/memory.limit_in_bytes" "$2"; fi
-		else
-			put "$dir/memory.max" "$2"
-		fi
+		cg_set_dir_memory "$dir" "$2"
 	done <"$rec"
+}
+
+# cg_set_group_memory NAME BYTES changes the memory limit of a group of runs.
+cg_set_group_memory() {
+	local rec=$STATE_DIR/groups/$1 dir=""
+	[[ -r $rec ]] && dir=$(<"$rec")
+	[[ -n $dir && -d $dir ]] || die "limit: no group $1 (start a run with --group $1 first)"
+	cg_set_dir_memory "$dir" "$2"
 }
 
 # cg_remove_run ID removes the cgroups of one run if no process is left in
@@ -524,6 +584,9 @@ cmd_down() {
 		cg_remove_run "${r##*/}" || busy=1
 	done
 	((busy)) && die "down: stop the processes above first (nothing was torn down)"
+	for r in "$STATE_DIR"/groups/*; do
+		[[ -e $r ]] && cg_remove_group "${r##*/}"
+	done
 	local d
 	for d in $(known_disks); do down_disk "$d"; done
 	if [[ $CG_MODE == v2 && -d $(v2_parent) ]]; then
@@ -600,22 +663,24 @@ cmd_status() {
 }
 
 cmd_limit() {
-	local mem="" runs=()
+	local mem="" runs=() group=""
 	while (($#)); do
 		case $1 in
 		--memory) mem=${2:?}; shift 2 ;;
+		--group) group=${2:?}; shift 2 ;;
 		--state-dir) STATE_DIR=${2:?}; shift 2 ;;
 		-*) usage_error "limit: unknown argument $1" ;;
 		*) runs+=("$1"); shift ;;
 		esac
 	done
 	[[ -n $mem ]] || usage_error "limit: --memory SIZE is required"
-	((${#runs[@]})) || usage_error "limit: name the runs (pids of '$PROG run')"
+	((${#runs[@]})) || [[ -n $group ]] || usage_error "limit: name the runs (pids of '$PROG run') or a --group"
 	require_root limit
 	require_tools numfmt
 	local membytes r
 	membytes=$(bytes "$mem")
 	cg_load || die "limit: the emulated disks are not up (run '$PROG up' first)"
+	[[ -z $group ]] || cg_set_group_memory "$group" "$membytes"
 	for r in "${runs[@]}"; do
 		[[ $r =~ ^[0-9]+$ ]] || usage_error "limit: not a pid: $r"
 		cg_set_memory "$r" "$membytes"
@@ -624,9 +689,11 @@ cmd_limit() {
 
 cmd_run() {
 	local mem=512M need=()
+	RUN_GROUP=""
 	while (($#)); do
 		case $1 in
 		--memory) mem=${2:?}; shift 2 ;;
+		--group) RUN_GROUP=${2:?}; shift 2 ;;
 		--disk) need+=("${2:?}"); shift 2 ;;
 		--state-dir) STATE_DIR=${2:?}; shift 2 ;;
 		--) shift; break ;;
@@ -652,8 +719,8 @@ cmd_run() {
 	# Globals, not locals: the EXIT trap runs after this function returned.
 	RUN_ID=$$
 	mkdir -p "$STATE_DIR/runs"
-	trap 'cg_remove_run "$RUN_ID" || note "run $RUN_ID: left cgroups behind; $PROG down removes them"' EXIT
-	cg_create_run "$RUN_ID" "$membytes"
+	trap 'cg_remove_run "$RUN_ID" || note "run $RUN_ID: left cgroups behind; $PROG down removes them"; [[ -z $RUN_GROUP ]] || cg_remove_group "$RUN_GROUP"' EXIT
+	cg_create_run "$RUN_ID" "$membytes" "$RUN_GROUP"
 
 	# The command runs as a job of its own (set -m): it keeps SIGINT and SIGQUIT
 	# (a script's background jobs ignore them otherwise) and it leads its own

@@ -123,6 +123,22 @@ expect "limit of an unknown run fails" 1 $?
 "$script" limit 42 >/dev/null 2>&1
 expect "limit without --memory exits 2" 2 $?
 
+# v1 group: the run's memory cgroup inside the group's, which `limit --group` limits.
+got=$(KURA_EMU_MOUNTS_FILE=$tmp/mounts.v1 KURA_EMU_STATE_DIR=$tmp/state in_script '
+	cg_detect
+	cg_create_run 44 3221225472 host1
+	echo 9223372036854771712 >"$(<"$STATE_DIR/groups/host1")/memory.limit_in_bytes"
+	cg_set_group_memory host1 536870912
+	printf "%s," "${RUN_PROCS[@]}"
+	cat "$(<"$STATE_DIR/groups/host1")/memory.limit_in_bytes"')
+group1=$v1/memory${self%/}/kura-emu-group-host1
+expect "v1 group run cgroups" "$group1/kura-emu-run-44/cgroup.procs,$v1/blkio/cgroup.procs,536870912" "$got"
+expect "v1 group run's own limit" 3221225472 "$(cat "$group1/kura-emu-run-44/memory.limit_in_bytes")"
+KURA_EMU_MOUNTS_FILE=$tmp/mounts.v1 KURA_EMU_STATE_DIR=$tmp/state in_script 'cg_detect; cg_set_group_memory nosuch 1' >/dev/null 2>&1
+expect "limit of an unknown group fails" 1 $?
+KURA_EMU_MOUNTS_FILE=$tmp/mounts.v1 KURA_EMU_STATE_DIR=$tmp/state in_script 'cg_detect; cg_create_run 45 1 "../x"' >/dev/null 2>&1
+expect "a group name with a slash is refused" 1 $?
+
 # v2: controllers enabled, io.max on the parent, the run a child with memory.max.
 got=$(KURA_EMU_MOUNTS_FILE=$tmp/mounts.v2 KURA_EMU_STATE_DIR=$tmp/state in_script '
 	cg_detect
