@@ -29,7 +29,7 @@ func (f *failingStoredReads) GetStored(key []byte) (row.Row, bool, error) {
 	return f.Tierable.GetStored(key)
 }
 
-func openCapturing(t *testing.T) (*DB, *failingStoredReads, map[string]Captured) {
+func openCapturing(t testing.TB) (*DB, *failingStoredReads, map[string]Captured) {
 	t.Helper()
 	dir := t.TempDir()
 	var slow *failingStoredReads

@@ -137,16 +137,7 @@ func (m *Migrator) policy() Policy {
 func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	in := Input{Fast: m.db.fastCandidates(func(k []byte) (int, float64) {
-		return m.tracker.Count(k, now), m.tracker.Score(k, now)
-	})}
 	est := m.db.slowRowBytes()
-	size := make(map[string]int64, len(in.Fast))
-	var used int64 // FastRowBytes, from the list just taken
-	for _, c := range in.Fast {
-		size[c.Key] = c.Bytes
-		used += c.Bytes
-	}
 	// While the migrator runs (Start), hot rows are promoted as they are read
 	// (promoteRead), from the row the read captured, and the decision promotes none: a
 	// promotion of its own reads the row from the slow device, one row at a time, to save
@@ -165,20 +156,28 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 		queued[k] = true
 	}
 	m.readMu.Unlock()
+	var in Input
 	for _, k := range hot {
 		if queued[k.Key] {
 			continue // promoted on read within moments, without reading the slow tier
 		}
-		b, ok := size[k.Key]
-		if !ok {
-			b = est
+		if m.db.HomeOf([]byte(k.Key)) == Fast {
+			continue // the fast rows are listed only in part (FastUnlistedBytes)
 		}
-		in.Hot = append(in.Hot, Candidate{Key: k.Key, Reads: k.Count, Score: m.tracker.Score([]byte(k.Key), now), Bytes: b})
+		in.Hot = append(in.Hot, Candidate{Key: k.Key, Reads: k.Count, Score: m.tracker.Score([]byte(k.Key), now), Bytes: est})
 	}
 	p := m.policy()
+	total, rows := m.db.FastRowBytes(), m.db.fastKeys.Load()
+	in.Fast = m.db.lowestFast(listedFast(p.BudgetBytes, total, rows, len(in.Hot)), func(k []byte) (int, float64) {
+		return m.tracker.Count(k, now), m.tracker.Score(k, now)
+	})
+	in.FastUnlistedBytes = total
+	for _, c := range in.Fast {
+		in.FastUnlistedBytes -= c.Bytes
+	}
 	moves := p.Decide(in)
 	start := time.Now()
-	d := Decision{At: now, Threshold: threshold(p, in, moves)}
+	d := Decision{At: now, Threshold: threshold(p, in, rows-int64(len(in.Fast)), moves)}
 	before := m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load()
 	err := m.carryOut(moves, &d)
 	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
@@ -204,6 +203,19 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 			"bytes", d.MovedBytes, "took", d.Took, "threshold", d.Threshold, "fast_bytes", d.FastBytes)
 	}
 	return moves, err
+}
+
+// listedFast is how many of the lowest-scored fast rows a Step lists for its decision
+// (Input.FastUnlistedBytes): the rows it offers for reads to displace (poolMax), two for
+// each hot row (a promotion displaces rows of about its size), and twice the rows that
+// would bring the fast tier back within the budget. A decision that would demote more
+// demotes what is listed, and the next one goes on.
+func listedFast(budget, fastBytes, fastRows int64, hot int) int {
+	n := poolMax + 2*hot + 16
+	if over := fastBytes - budget; over > 0 && fastRows > 0 {
+		n += int(2 * (over/max(1, fastBytes/fastRows) + 1))
+	}
+	return n
 }
 
 // lowestKept returns up to n of fast's rows that moves leave on the fast tier, lowest
@@ -261,12 +273,15 @@ func (m *Migrator) carryOut(moves []Move, d *Decision) error {
 }
 
 // threshold is the lowest score of a row on the fast tier once the moves are made, if
-// the budget is then full; 0 while it has room for a row of the average size.
-func threshold(p Policy, in Input, moves []Move) float64 {
+// the budget is then full; 0 while it has room for a row of the average size. unlisted
+// is the number of fast rows not in in.Fast (their bytes are in.FastUnlistedBytes):
+// they score at least as high as the listed ones, so if every listed row left, the
+// highest listed score stands for theirs.
+func threshold(p Policy, in Input, unlisted int64, moves []Move) float64 {
 	score := make(map[string]float64, len(in.Fast)+len(in.Hot))
 	size := make(map[string]int64, len(in.Fast)+len(in.Hot))
 	on := make(map[string]bool, len(in.Fast))
-	var used int64
+	used := in.FastUnlistedBytes
 	for _, c := range append(slices.Clone(in.Hot), in.Fast...) {
 		score[c.Key], size[c.Key] = c.Score, c.Bytes
 	}
@@ -282,19 +297,24 @@ func threshold(p Policy, in Input, moves []Move) float64 {
 		}
 		on[mv.Key] = mv.To == Fast
 	}
-	kept := 0
+	kept := unlisted
 	for _, ok := range on {
 		if ok {
 			kept++
 		}
 	}
-	if kept == 0 || p.BudgetBytes-used >= used/int64(kept) {
+	if kept == 0 || p.BudgetBytes-used >= used/kept {
 		return 0
 	}
 	least := -1.0
 	for k, ok := range on {
 		if ok && (least < 0 || score[k] < least) {
 			least = score[k]
+		}
+	}
+	if least < 0 { // every listed row left: the unlisted ones score no lower than they did
+		for _, c := range in.Fast {
+			least = max(least, c.Score)
 		}
 	}
 	return max(least, 0)

@@ -1,6 +1,8 @@
 package tiered
 
 import (
+	"slices"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -144,7 +146,7 @@ func (db *DB) mark(s *stripe, k []byte, to Tier, token uint64) (marked, unchange
 	}
 	unchanged = !inBoth && db.slots[slotOf(k)].started.Load() == token
 	s.both[string(k)] = to
-	_, wasFast := s.fast[string(k)]
+	size, wasFast := s.fast[string(k)]
 	switch {
 	case to == Fast && !wasFast:
 		s.fast[string(k)] = 0 // sized when the move finishes
@@ -152,6 +154,7 @@ func (db *DB) mark(s *stripe, k []byte, to Tier, token uint64) (marked, unchange
 	case to == Slow && wasFast:
 		delete(s.fast, string(k))
 		db.fastKeys.Add(-1)
+		db.fastBytes.Add(-size)
 	}
 	return true, unchanged
 }
@@ -204,8 +207,9 @@ func (db *DB) finishMoves(src, dst Tier, keys [][]byte, known map[string]row.Row
 		if s.both[string(k)] == dst {
 			delete(s.both, string(k))
 		}
-		if _, ok := s.fast[string(k)]; ok && dst == Fast {
+		if old, ok := s.fast[string(k)]; ok && dst == Fast {
 			s.fast[string(k)] = sizes[string(k)]
+			db.fastBytes.Add(sizes[string(k)] - old)
 		}
 	})
 	db.moved[dst].Add(int64(len(muts)))
@@ -235,36 +239,99 @@ func (db *DB) HomeOf(key []byte) Tier {
 	return h
 }
 
-// fastCandidates lists the keys at home on the fast tier with their sizes, reads and
-// scores (from reads(key)).
-func (db *DB) fastCandidates(reads func(key []byte) (int, float64)) []Candidate {
-	var out []Candidate
+// lowestFast lists the n keys at home on the fast tier with the lowest scores, lowest
+// first, with their sizes, reads and scores (reads reports both for a key; ties go by
+// key, as lowestFirst orders). It keeps n candidates at a time, not one per fast row: a
+// decision demotes only the lowest-scored rows, and a list of every fast row (300,000
+// on the emulated SSD) made each decision allocate tens of megabytes, which the Go heap
+// then kept, and which a node with a memory limit takes from the page cache that holds
+// the slow tier's pages (docs/benchmarks.md).
+func (db *DB) lowestFast(n int, reads func(key []byte) (int, float64)) []Candidate {
+	if n <= 0 {
+		return nil
+	}
+	h := make(highest, 0, min(n, int(db.fastKeys.Load())+1))
+	key := make([]byte, 0, 64)
 	for i := range db.stripes {
 		s := &db.stripes[i]
 		s.mu.RLock()
 		for k, size := range s.fast {
-			out = append(out, Candidate{Key: k, Bytes: size})
+			key = append(key[:0], k...)
+			c := Candidate{Key: k, Bytes: size}
+			c.Reads, c.Score = reads(key)
+			h.offer(c, n)
 		}
 		s.mu.RUnlock()
 	}
-	for i := range out {
-		out[i].Reads, out[i].Score = reads([]byte(out[i].Key))
+	slices.SortFunc(h, lowestFirst)
+	return h
+}
+
+// highest is a max-heap by lowestFirst: the candidate on top is the one that would
+// leave first if a lower one came.
+type highest []Candidate
+
+// offer keeps c if the heap holds fewer than n candidates or c comes before its top.
+func (h *highest) offer(c Candidate, n int) {
+	switch {
+	case len(*h) < n:
+		*h = append(*h, c)
+		h.up(len(*h) - 1)
+	case lowestFirst(c, (*h)[0]) < 0:
+		(*h)[0] = c
+		h.down(0)
 	}
-	return out
+}
+
+func (h highest) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if lowestFirst(h[p], h[i]) >= 0 {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (h highest) down(i int) {
+	for {
+		top, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && lowestFirst(h[l], h[top]) > 0 {
+			top = l
+		}
+		if r < len(h) && lowestFirst(h[r], h[top]) > 0 {
+			top = r
+		}
+		if top == i {
+			return
+		}
+		h[i], h[top] = h[top], h[i]
+		i = top
+	}
 }
 
 // FastRowBytes is the row data at home on the fast tier, as sized when it moved there.
-func (db *DB) FastRowBytes() int64 {
-	var n int64
+func (db *DB) FastRowBytes() int64 { return db.fastBytes.Load() }
+
+// Check counts the keys at home on the fast tier and their bytes afresh and reports an
+// error if the running counts (FastRowBytes, TierStats) disagree. Tests call it after
+// moves; moves under way may make it fail, so call it between them.
+func (db *DB) Check() error {
+	var n, keys int64
 	for i := range db.stripes {
 		s := &db.stripes[i]
 		s.mu.RLock()
 		for _, size := range s.fast {
 			n += size
 		}
+		keys += int64(len(s.fast))
 		s.mu.RUnlock()
 	}
-	return n
+	if b, k := db.fastBytes.Load(), db.fastKeys.Load(); b != n || k != keys {
+		return fmt.Errorf("tiered: check: the fast tier counts %d keys and %d bytes, its stripes hold %d and %d", k, b, keys, n)
+	}
+	return nil
 }
 
 // slowRowBytes estimates the size of a row on the slow tier: the average of the rows on

@@ -47,8 +47,14 @@ type Input struct {
 	// Fast are the rows on the fast tier, in any order.
 	Fast []Candidate
 	// Hot are rows read in the last window, in any order; rows already on the fast tier
-	// may be among them.
+	// may be among them, unless FastUnlistedBytes is set.
 	Hot []Candidate
+	// FastUnlistedBytes is the row data on the fast tier beyond the rows in Fast: it
+	// counts against the budget, but only rows in Fast can leave. A caller may list only
+	// the lowest-scored fast rows, as many as a decision can demote (Migrator.Step does),
+	// if it leaves out of Hot the rows already on the fast tier, which Decide could not
+	// tell from rows to promote.
+	FastUnlistedBytes int64
 }
 
 // Move is one row to move, and why.
@@ -76,7 +82,8 @@ func lowestFirst(a, b Candidate) int {
 func (p Policy) Decide(in Input) []Move {
 	p.MinReads, p.Displace = max(p.MinReads, 1), max(p.Displace, 1)
 	var moves []Move
-	var movedBytes, used int64
+	var movedBytes int64
+	used := in.FastUnlistedBytes
 	fits := func(b int64) bool { return p.MaxMoveBytes == 0 || movedBytes+b <= p.MaxMoveBytes }
 
 	kept := slices.Clone(in.Fast) // staying on the fast tier, lowest score first

@@ -64,6 +64,9 @@ func moveRandomKeys(e engine.Engine, rng *rand.Rand) (string, error) {
 	if err := db.Move(toSlow, tiered.Slow); err != nil {
 		return "", err
 	}
+	if err := db.Check(); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("moved to fast %s, to slow %s", keyList(toFast), keyList(toSlow)), nil
 }
 

@@ -99,6 +99,7 @@ type DB struct {
 
 	// counters, read by Stats and TierStats
 	fastKeys   atomic.Int64
+	fastBytes  atomic.Int64    // the sizes in the stripes' fast maps, summed
 	reads      [2]atomic.Int64 // reads served by each tier (a read of a key in both counts for its home)
 	moved      [2]atomic.Int64 // rows moved to each tier
 	movedBytes [2]atomic.Int64 // their encoded bytes
@@ -156,10 +157,13 @@ func (db *DB) load() error {
 		return fmt.Errorf("tiered: open: list the fast tier: %w", err)
 	}
 	var keys [][]byte
+	var bytes int64
 	for it.Next() {
 		r := it.Row()
 		k := string(it.Key())
-		db.stripes[stripeOf(it.Key())].fast[k] = int64(row.EncodedSize(&r))
+		size := int64(row.EncodedSize(&r))
+		db.stripes[stripeOf(it.Key())].fast[k] = size
+		bytes += size
 		keys = append(keys, []byte(k))
 	}
 	err = errors.Join(it.Err(), it.Close())
@@ -167,6 +171,7 @@ func (db *DB) load() error {
 		return fmt.Errorf("tiered: open: list the fast tier: %w", err)
 	}
 	db.fastKeys.Store(int64(len(keys)))
+	db.fastBytes.Store(bytes)
 	mark := filepath.Join(db.dirs[Fast], cleanFileName)
 	switch _, err := os.Stat(mark); {
 	case err == nil:
