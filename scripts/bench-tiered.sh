@@ -155,7 +155,8 @@ sample_minutes() {
       awk -v s=$((SECONDS - start)) -v d="$role" '{print s, d, "reads", $1}' "/sys/block/$dev/stat" >>"$1/devices.txt"
       find "/mnt/kura-$d/tiered-bench" -name '*.sst' -print0 2>/dev/null |
         xargs -0 -r fincore --bytes --noheadings --output RES 2>/dev/null |
-        awk -v s=$((SECONDS - start)) -v d="$role" '{r += $1} END {print s, d, "sst_bytes_in_page_cache", r + 0}' >>"$1/pagecache.txt"
+        awk -v s=$((SECONDS - start)) -v d="$role" '{r += $1} END {print s, d, "sst_bytes_in_page_cache", r + 0}' >>"$1/pagecache.txt" ||
+        true # a table compacted away under fincore fails the pipeline, which must not end the sampling
     done
     curl -sf "http://127.0.0.1:$S_ADMIN/tiers" 2>/dev/null | python3 -c '
 import json, sys
