@@ -12,11 +12,12 @@ import (
 
 // TestPolicyDecide runs testdata/placement.txt. Command:
 //
-//	decide budget=B [min-reads=K] [displace=D] [max-move=M]
+//	decide budget=B [min-reads=K] [displace=D] [max-move=M] [unlisted=U]
 //	fast key:reads:bytes[:score] ...
 //	hot key:reads:bytes[:score] ...
 //
-// (score defaults to reads)
+// (score defaults to reads; unlisted, Input.FastUnlistedBytes, the bytes of fast rows not
+// listed)
 //
 // prints the moves in order and the fast tier they leave.
 func TestPolicyDecide(t *testing.T) {
@@ -37,6 +38,7 @@ func TestPolicyDecide(t *testing.T) {
 		}
 		d.MaybeScanArgs(t, "max-move", &p.MaxMoveBytes)
 		var in Input
+		d.MaybeScanArgs(t, "unlisted", &in.FastUnlistedBytes)
 		for _, line := range strings.Split(d.Input, "\n") {
 			fields := strings.Fields(line)
 			if len(fields) == 0 {
@@ -75,6 +77,10 @@ func TestPolicyDecide(t *testing.T) {
 			}
 		}
 		slices.Sort(keys)
+		if in.FastUnlistedBytes > 0 {
+			keys = append(keys, "and the unlisted")
+			used += in.FastUnlistedBytes
+		}
 		fmt.Fprintf(&b, "fast: %s (%d bytes)\n", strings.Join(keys, " "), used)
 		return b.String()
 	})
