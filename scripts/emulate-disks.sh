@@ -585,7 +585,8 @@ cmd_down() {
 	done
 	((busy)) && die "down: stop the processes above first (nothing was torn down)"
 	for r in "$STATE_DIR"/groups/*; do
-		[[ -e $r ]] && cg_remove_group "${r##*/}"
+		[[ -e $r ]] || continue
+		cg_remove_group "${r##*/}"
 	done
 	local d
 	for d in $(known_disks); do down_disk "$d"; done
