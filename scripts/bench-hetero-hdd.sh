@@ -14,7 +14,10 @@
 # HINTS=log puts the nodes' hint stores on the log disks (--hints-dir) instead of their
 # data directories. SHARED=1 gives each heterogeneous host's lsm and btree nodes their
 # 512 MiB together (an emulate-disks.sh group per host) instead of 352 and 160 MiB
-# apiece: the page cache then goes to whichever node reads, as on one machine. Any variable of bench-hetero.sh can be overridden from the environment. It takes about
+# apiece: the page cache then goes to whichever node reads, as on one machine. The lsm
+# node's caches are anonymous memory the kernel cannot take back: with them at their
+# defaults here the B+tree got less than 160 MiB; shrink them too (HETERO_FLAGS, see
+# docs/benchmarks.md, 2026-11-24). Any variable of bench-hetero.sh can be overridden from the environment. It takes about
 # 35 minutes; the images need about 24 GB of free disk under /var/tmp/kura-disks.
 # docs/benchmarks.md has the results and the reasons for each setting.
 set -euo pipefail
