@@ -64,10 +64,12 @@ type Options struct {
 	CollapseOperands int
 	// DropPageCache drops the store's file pages from the operating system's page cache
 	// once they are read or synced (see uncachedFS), so that the memory they would take
-	// goes to other files. Tiered storage sets it on the fast tier's store: its device
-	// answers a miss cheaply, and the pages it would keep cached, the hottest rows of the
-	// node, push out pages of the slow tier, whose misses cost slow-device reads. Default
-	// false: pages stay cached as the kernel sees fit.
+	// goes to other files. Tiered storage can set it on the fast tier's store
+	// (--tier-fast-page-cache=false): its device answers a miss cheaply, and pages it
+	// keeps cached could push out the slow tier's, whose misses cost slow-device reads
+	// (measured: no gain while pebble's block cache holds the hot blocks, whose page-cache
+	// copies age out first; docs/design/tiered.md). Default false: pages stay cached as
+	// the kernel sees fit.
 	DropPageCache bool
 }
 
