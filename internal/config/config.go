@@ -45,6 +45,7 @@ type Config struct {
 	LSMRowCacheBytes     int64  `yaml:"lsm_row_cache_bytes"`
 	LSMMemTableSizeBytes int64  `yaml:"lsm_memtable_size_bytes"`
 	LSMWALDir            string `yaml:"lsm_wal_dir"`
+	LSMWALFailoverDir    string `yaml:"lsm_wal_failover_dir"`
 	LSMSecondDir         string `yaml:"lsm_second_dir"`
 	LSMSecondDirPolicy   string `yaml:"lsm_second_dir_policy"`
 	BTreeDir             string `yaml:"btree_dir"`
@@ -171,6 +172,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache capacity; it fills only as data is read, so it costs nothing at idle. With blind writes a key's versions sit in several files until compaction, and reads slow down sharply once those blocks miss the cache")
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
+	fs.StringVar(&c.LSMWALFailoverDir, "lsm-wal-failover-dir", c.LSMWALFailoverDir, "lsm engine: directory on another device where the write-ahead log goes while a write or sync of its own takes over 100 ms, until its device answers quickly again (pebble's WAL failover), one per node; empty: no failover. Once used, keep it set while it may hold logs: the node refuses to start otherwise")
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
 	fs.StringVar(&c.BTreeDir, "btree-dir", c.BTreeDir, "btree engine: directory of the B+tree file instead of the data directory, e.g. on a disk the node does not share with a write-optimized node of the same host (its random page writes would take that node's flushes' I/O); one per node. The node refuses to start if the data directory holds a B+tree file already")
 	fs.StringVar(&c.LSMSecondDir, "lsm-second-dir", c.LSMSecondDir, "lsm engine: a second directory (on another device) for some of the sstables, chosen by --lsm-second-dir-policy: the whole-file placements tiered storage (--fast-dir) is compared with")
@@ -366,8 +368,8 @@ func (c *Config) validateTiers() error {
 	switch {
 	case c.Engine != "lsm":
 		return fmt.Errorf("%w: fast_dir: tiered storage works with the lsm engine, not %s", ErrInvalid, c.Engine)
-	case c.LSMWALDir != "":
-		return fmt.Errorf("%w: fast_dir and lsm_wal_dir together are not supported: each tier keeps its log beside its data", ErrInvalid)
+	case c.LSMWALDir != "" || c.LSMWALFailoverDir != "":
+		return fmt.Errorf("%w: fast_dir and lsm_wal_dir or lsm_wal_failover_dir together are not supported: each tier keeps its log beside its data", ErrInvalid)
 	case c.FastBudgetBytes <= 0:
 		return fmt.Errorf("%w: fast_dir needs a positive fast_budget_bytes", ErrInvalid)
 	case c.TierWindow < 10*time.Millisecond || c.TierMinReads < 1 || c.TierMoveBytesPerSecond <= 0:

@@ -151,6 +151,7 @@ func engineOptions(cfg config.Config) catalog.Options {
 		LSMRowCacheBytes:       lsmRowCache(cfg.LSMRowCacheBytes),
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		LSMWALDir:              cfg.LSMWALDir,
+		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,
 		LSMSecondDir:           cfg.LSMSecondDir,
 		LSMSecondDirPolicy:     lsm.SecondDirPolicy(cfg.LSMSecondDirPolicy),
 		MemorySnapshot:         cfg.MemorySnapshot,

@@ -35,6 +35,9 @@ type Options struct {
 	Logger *slog.Logger
 	// LSMWALDir is the lsm engine's write-ahead log directory ("": in its data directory).
 	LSMWALDir string
+	// LSMWALFailoverDir is where the lsm engine's log fails over while its own is slow
+	// ("": no failover; lsm.Options.WALFailoverDir).
+	LSMWALFailoverDir string
 	// LSMSecondDir and LSMSecondDirPolicy place some of the lsm engine's sstables in a
 	// second directory (lsm.Options.SecondDir).
 	LSMSecondDir       string
@@ -110,6 +113,7 @@ func lsmOptions(o Options, eo engine.Options, cacheShare, memShare float64) lsm.
 		RowCacheBytes:     scale(o.LSMRowCacheBytes, cacheShare),
 		MemTableSizeBytes: uint64(scale(o.LSMMemTableSizeBytes, memShare)),
 		WALDir:            o.LSMWALDir,
+		WALFailoverDir:    o.LSMWALFailoverDir,
 		SecondDir:         o.LSMSecondDir,
 		SecondDirPolicy:   o.LSMSecondDirPolicy,
 		Logger:            o.Logger,
@@ -147,7 +151,7 @@ func tierOptions(o Options, eo engine.Options, t tiered.Tier) lsm.Options {
 
 // openTiered opens the lsm engine split over o.Tiers' directories.
 func openTiered(dir string, o Options) (engine.Engine, error) {
-	if o.LSMWALDir != "" || o.LSMSecondDir != "" {
+	if o.LSMWALDir != "" || o.LSMSecondDir != "" || o.LSMWALFailoverDir != "" {
 		return nil, fmt.Errorf("%w: a tiered lsm engine keeps each tier's files in its directory: no WAL or second directory", engine.ErrInvalid)
 	}
 	slow := o.Tiers.SlowDir

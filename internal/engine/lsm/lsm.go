@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -71,6 +72,15 @@ type Options struct {
 	// copies age out first; docs/design/tiered.md). Default false: pages stay cached as
 	// the kernel sees fit.
 	DropPageCache bool
+	// WALFailoverDir, when set, is where the write-ahead log goes while a write or sync
+	// of the log in its own directory (WALDir or the data directory) takes over
+	// walFailoverAfter, until that directory answers quickly again (pebble's WAL
+	// failover): a log on a disk that something else keeps busy (the heterogeneous
+	// hosts' B+tree file shares the log disk, docs/benchmarks.md) no longer stalls every
+	// commit behind a slow fsync. Put it on another device. It is locked like the data
+	// directory; once used, a store opened without it refuses to start while logs may
+	// still be there.
+	WALFailoverDir string
 }
 
 func (o Options) withDefaults() Options {
@@ -95,14 +105,14 @@ func (o Options) withDefaults() Options {
 
 // DB is the lsm engine: an engine.Engine on one pebble store. See the package comment.
 type DB struct {
-	dir     string
-	opts    Options
-	pdb     *pebble.DB
-	lock    *engine.DirLock
-	walLock *engine.DirLock // nil unless Options.WALDir is set
-	// secondLock is nil unless Options.SecondDir is set.
-	secondLock *engine.DirLock
-	wo         *pebble.WriteOptions
+	dir  string
+	opts Options
+	pdb  *pebble.DB
+	lock *engine.DirLock
+	// dirLocks lock the other directories the store writes to (Options.WALDir,
+	// SecondDir, WALFailoverDir), those that are set.
+	dirLocks []*engine.DirLock
+	wo       *pebble.WriteOptions
 
 	// mu is held shared by every call and exclusively by Close, so Close waits for calls
 	// in flight and no call reaches pebble after it is closed (pebble panics then).
@@ -134,22 +144,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
 	}
-	var walLock *engine.DirLock
-	if opts.WALDir != "" {
-		if walLock, err = engine.LockDir(opts.WALDir, lockFileName); err != nil {
-			_ = lock.Unlock()
-			return nil, fmt.Errorf("lsm: open the WAL directory %s: %w", opts.WALDir, err)
-		}
+	dirLocks, err := lockDirs(opts)
+	if err != nil {
+		_ = lock.Unlock()
+		return nil, err
 	}
-	var secondLock *engine.DirLock
-	if opts.SecondDir != "" {
-		if secondLock, err = engine.LockDir(opts.SecondDir, lockFileName); err != nil {
-			_ = lock.Unlock()
-			_ = walLock.Unlock()
-			return nil, fmt.Errorf("lsm: open the second directory %s: %w", opts.SecondDir, err)
-		}
-	}
-	db := &DB{dir: dir, opts: opts, lock: lock, walLock: walLock, secondLock: secondLock, iters: make(map[*iterator]struct{})}
+	db := &DB{dir: dir, opts: opts, lock: lock, dirLocks: dirLocks, iters: make(map[*iterator]struct{})}
 	if opts.CollapseOperands > 0 {
 		db.collapser = newCollapser(db)
 	}
@@ -172,6 +172,9 @@ func Open(dir string, opts Options) (*DB, error) {
 			po.FS = newUncachedFS(po.FS)
 		}
 		po.FS = newWALFS(po.FS, opts.Logger)
+		if po.WALFailover != nil {
+			po.WALFailover.Secondary.FS = po.FS // slow operations there are logged too
+		}
 		db.pdb, err = pebble.Open(dir, po)
 	}
 	if err == nil && opts.SecondDirPolicy == LowerLevels {
@@ -180,9 +183,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		}
 	}
 	if err != nil {
-		_ = lock.Unlock()
-		_ = walLock.Unlock()
-		_ = secondLock.Unlock()
+		_ = errors.Join(lock.Unlock(), unlockAll(dirLocks))
 		if errors.Is(err, syscall.EAGAIN) { // someone outside kura holds pebble's LOCK
 			err = fmt.Errorf("%w: %w", engine.ErrLocked, err)
 		}
@@ -197,6 +198,35 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.syncer = startSyncer(db, opts.SyncInterval)
 	}
 	return db, nil
+}
+
+// lockDirs locks the directories besides the data directory that opts has the store
+// write to, so that no two stores share one.
+func lockDirs(opts Options) ([]*engine.DirLock, error) {
+	var locks []*engine.DirLock
+	for _, d := range []struct{ what, dir string }{
+		{"the WAL directory", opts.WALDir}, {"the second directory", opts.SecondDir},
+		{"the WAL failover directory", opts.WALFailoverDir},
+	} {
+		if d.dir == "" {
+			continue
+		}
+		l, err := engine.LockDir(d.dir, lockFileName)
+		if err != nil {
+			_ = unlockAll(locks)
+			return nil, fmt.Errorf("lsm: open %s %s: %w", d.what, d.dir, err)
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
+}
+
+func unlockAll(locks []*engine.DirLock) error {
+	var err error
+	for _, l := range locks {
+		err = errors.Join(err, l.Unlock())
+	}
+	return err
 }
 
 // memtableReserve is what pebble's block cache is grown by so that CacheSizeBytes is
@@ -214,6 +244,11 @@ func memtableReserve(opts Options) int64 { return 2 * int64(opts.MemTableSizeByt
 // spread over several files. Pebble's default is no filter at all.
 const bloomBitsPerKey = 10
 
+// walFailoverAfter is how long a write or sync of the log may take before the log fails
+// over to Options.WALFailoverDir: pebble's default. A periodic sync on a healthy HDD takes
+// tens of milliseconds; the stalls it avoids took a second and more.
+const walFailoverAfter = 100 * time.Millisecond
+
 func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{
 		Cache:              cache,
@@ -226,6 +261,12 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	if db.opts.WALDir != "" {
 		o.WALDir = db.opts.WALDir
 		o.WALRecoveryDirs = []wal.Dir{{FS: vfs.Default, Dirname: db.dir}} // logs of before it was set
+	}
+	if db.opts.WALFailoverDir != "" {
+		o.WALFailover = &pebble.WALFailoverOptions{Secondary: wal.Dir{Dirname: db.opts.WALFailoverDir},
+			FailoverOptions: wal.FailoverOptions{UnhealthyOperationLatencyThreshold: func() (time.Duration, bool) {
+				return walFailoverAfter, true
+			}}}
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -490,7 +531,7 @@ func (db *DB) Close() error {
 		// Pebble's Close syncs the WAL too; syncing here keeps the promise visible.
 		err = db.pdb.LogData(nil, pebble.Sync)
 	}
-	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock(), db.walLock.Unlock(), db.secondLock.Unlock())
+	err = errors.Join(err, db.pdb.Close(), db.lock.Unlock(), unlockAll(db.dirLocks))
 	return wrapErr("close", err)
 }
 
