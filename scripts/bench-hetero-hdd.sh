@@ -36,7 +36,7 @@ done
 # (unless that run's data is reused, REUSE_DATA=1).
 # So would B+tree files of an earlier run be read.
 [ -n "${REUSE_DATA:-}" ] || rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous \
-  /mnt/kura-hdd{1,2,3}/btree-heterogeneous /mnt/kura-hdd{1,2,3}/hints-*
+  /mnt/kura-hdd{1,2,3}/btree-heterogeneous /mnt/kura-hdd{1,2,3}/hints-* /mnt/kura-hdd1{1,2,3}/walfailover-*
 
 export RECORDS=${RECORDS:-1000000} RATE=${RATE:-200}
 # The B+tree nodes cannot take random inserts as fast as the load comes (their writes are
@@ -59,12 +59,19 @@ export SERVER_FLAGS=${SERVER_FLAGS:-"--durability=periodic --lsm-memtable-size-b
 # the data disk's flushes and compactions; by default it stays in the data directory.
 HINTS_ROOT=""
 [ "${HINTS:-}" = log ] && HINTS_ROOT='/mnt/kura-hdd{host}/hints-{engine}'
-export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cache-bytes=67108864 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-homogeneous${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-homogeneous}"}
+# Both clusters' logs fail over to the data disk while a sync of the log disk takes over
+# 100 ms (--lsm-wal-failover-dir): on the heterogeneous hosts the B+tree's writeback
+# held the log's fsyncs for 1.2 s on average, and every commit behind them
+# (docs/benchmarks.md, 2026-11-24); the homogeneous hosts' log disks had no slow sync.
+# FAILOVER= leaves it out.
+FAILOVER=${FAILOVER-1}
+failover() { [ -n "$FAILOVER" ] && echo " --lsm-wal-failover-dir=/mnt/kura-hdd1{host}/walfailover-$1"; return 0; }
+export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cache-bytes=67108864 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-homogeneous$(failover homogeneous)${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-homogeneous}"}
 # The heterogeneous hosts keep the B+tree file on the log disk (--btree-dir), away from
 # the lsm node's sstables: its random page writes would take the I/O their flushes need
 # (BTREE_DIR= keeps it in the data directory, on the data disk, as the first runs did).
 BTREE_DIR=${BTREE_DIR-'/mnt/kura-hdd{host}/btree-heterogeneous'}
-export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous${BTREE_DIR:+ --btree-dir=$BTREE_DIR}${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-heterogeneous}"}
+export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous$(failover heterogeneous)${BTREE_DIR:+ --btree-dir=$BTREE_DIR}${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-heterogeneous}"}
 SPLIT="lsm=352M btree=160M"
 [ -n "${SHARED:-}" ] && SPLIT="@hetero{host}=512M"
 export HOMO_LIMITS=${HOMO_LIMITS:-"lsm=512M"} HETERO_LIMITS=${HETERO_LIMITS:-$SPLIT}
@@ -72,7 +79,7 @@ status=0
 scripts/bench-hetero.sh "$OUT" || status=$?
 if [ "$status" -eq 0 ]; then
   rm -rf /mnt/kura-hdd{1,2,3}/wal-homogeneous /mnt/kura-hdd{1,2,3}/wal-heterogeneous /mnt/kura-hdd{1,2,3}/btree-heterogeneous \
-    /mnt/kura-hdd{1,2,3}/hints-*
+    /mnt/kura-hdd{1,2,3}/hints-* /mnt/kura-hdd1{1,2,3}/walfailover-*
   for d in 1 2 3; do fstrim "/mnt/kura-hdd$d" 2>/dev/null || true; done
 fi
 exit "$status"
