@@ -81,6 +81,10 @@ type Options struct {
 	// directory; once used, a store opened without it refuses to start while logs may
 	// still be there.
 	WALFailoverDir string
+
+	// fs is the file system under the store when no second directory is set; nil is the
+	// operating system's. Tests wrap it to make the device misbehave.
+	fs vfs.FS
 }
 
 func (o Options) withDefaults() Options {
@@ -165,6 +169,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		err = db.applySecondDir(po)
 	}
 	if err == nil {
+		if po.FS == nil {
+			po.FS = opts.fs
+		}
 		if po.FS == nil {
 			po.FS = vfs.Default
 		}
