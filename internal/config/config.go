@@ -91,6 +91,7 @@ type Config struct {
 	ReadRepair        string        `yaml:"read_repair"`
 	RequestTimeout    time.Duration `yaml:"request_timeout"`
 	WriteFallback     time.Duration `yaml:"write_fallback_after"`
+	ReadFallback      time.Duration `yaml:"read_fallback_after"`
 	SlowWriteLog      time.Duration `yaml:"slow_write_log"`
 	AsyncWriteTarget  time.Duration `yaml:"async_write_target"`
 	HintWindow        time.Duration `yaml:"hint_window"`
@@ -150,6 +151,7 @@ func Default() Config {
 		ReadRepair:             "background",
 		RequestTimeout:         2 * time.Second,
 		WriteFallback:          50 * time.Millisecond,
+		ReadFallback:           20 * time.Millisecond,
 		SlowWriteLog:           500 * time.Millisecond,
 		AsyncWriteTarget:       time.Second,
 		HintWindow:             3 * time.Hour,
@@ -209,6 +211,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Consistency, "consistency", c.Consistency, "cluster mode: default consistency level of reads and writes: ONE, TWO, QUORUM or ALL")
 	fs.StringVar(&c.ReadRepair, "read-repair", c.ReadRepair, "cluster mode: background (reply with the newest row at once, repair stale replicas after) or blocking (reply once they are repaired)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "cluster mode: how long a coordinator waits for replicas before answering TIMEOUT")
+	fs.DurationVar(&c.ReadFallback, "read-fallback-after", c.ReadFallback, "cluster mode: how long a read waits for the replicas it asked before it also asks another replica in place of each one that has not answered (Cassandra's speculative retry; engine-aware: the write-optimized replica, when a B+tree read waits on its disk), then goes on with the first answers its level needs; about one read in ten at most (a retry budget), so that saturated disks are not sent more; 0 waits for a failure or the request timeout")
 	fs.DurationVar(&c.WriteFallback, "write-fallback-after", c.WriteFallback, "cluster mode, engine-aware routing: how long a write waits for its synchronous replicas (write-optimized and in-memory) before the read-optimized replica's acknowledgement counts too, as when one of them fails; 0 waits for a failure or the request timeout")
 	fs.DurationVar(&c.SlowWriteLog, "slow-write-log", c.SlowWriteLog, "cluster mode: a coordinated write that takes longer is logged (at most one a second), with when each replica answered and how long the coordinator spent on its own part (local write dispatch, hints); 0 logs none")
 	fs.DurationVar(&c.AsyncWriteTarget, "async-write-target", c.AsyncWriteTarget, "cluster mode, engine-aware and load-aware routing: each coordinator paces its asynchronous writes to a read-optimized replica (1,000 a second at first, 64 unanswered at most), halving the pace when that replica answers later than this or a synchronous replica on its host later than --write-fallback-after, and growing it while they answer in time; writes beyond the pace are deferred to hints, replayed as it allows. A B+tree in periodic durability answers within its sync interval (1 s) unless its disk cannot keep up. 0 sends every write at once")
@@ -320,7 +323,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	switch c.LogLevel {

@@ -96,7 +96,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-min-reads", "0"},
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-fast-cache-share", "1"},
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-fast-cache-share", "0"},
-		{"--slow-write-log", "-1s"},
+		{"--slow-write-log", "-1s"}, {"--read-fallback-after", "-1ms"},
 		{"--slow-dir", "/hdd"}, {"--tier-count-writes"}, {"--tier-fast-page-cache=false"}, // without a fast one
 		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},

@@ -124,7 +124,10 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		}
 		return tr.format(tr.read.OnRepairResponse(ring.NodeID(td.CmdArgs[0].Key), err)), nil
 	case "slow":
-		return tr.format(tr.write.OnSlow()), nil
+		if tr.write != nil {
+			return tr.format(tr.write.OnSlow()), nil
+		}
+		return tr.format(tr.read.OnSlow()), nil
 	case "pace":
 		// A new AsyncPace: target=<duration> [increase=N] [max-in-flight=N].
 		target, err := time.ParseDuration(arg("target"))
@@ -198,7 +201,7 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		if tr.write != nil {
 			return fmt.Sprintf("fell-back=%t slowed=%t", tr.write.FellBack(), tr.write.Slowed()), nil
 		}
-		return fmt.Sprintf("disagreed=%t failures=%d", tr.read.Disagreed(), tr.read.Failures()), nil
+		return fmt.Sprintf("disagreed=%t failures=%d slowed=%d", tr.read.Disagreed(), tr.read.Failures(), tr.read.Slowed()), nil
 	case "timeout":
 		if tr.write != nil {
 			return tr.format(tr.write.OnTimeout()), nil

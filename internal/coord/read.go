@@ -77,6 +77,7 @@ type Read struct {
 	digests  nodeMap[uint64]
 	full     bool          // digests disagreed: every answering replica is asked for data
 	failures int           // replicas that failed to answer a read
+	slowed   int           // replicas asked in place of late ones (OnSlow)
 	repairs  nodeMap[bool] // the value is true for a repair the reply waits for
 	result   Reply         // the merged row, once resolved
 	resolved bool
@@ -130,6 +131,11 @@ func (rd *Read) OnResponse(from ring.NodeID, resp ReadResponse) []Effect {
 	if resp.Err != nil {
 		return rd.replace(wantData)
 	}
+	if rd.full && !wantData {
+		// A late digest (the replica was passed over by OnSlow) after the digests
+		// disagreed: its row is needed now, as every other answering replica's.
+		return []Effect{rd.ask(from, true)}
+	}
 	if wantData {
 		rd.data.set(from, resp)
 		rd.digests.del(from)
@@ -162,6 +168,37 @@ func (rd *Read) replace(wantData bool) []Effect {
 	return rd.progress()
 }
 
+// OnSlow takes the driver's decision that the replicas asked have taken too long (the
+// read's counterpart of Write.OnSlow, Cassandra's speculative retry): a spare replica is
+// asked in place of each one not yet answered, as if it had failed, while the late ones
+// stay asked and may still answer. From then on the read goes on as soon as enough
+// answers are in, without waiting for the late ones; a late answer that comes first
+// counts as any other. With no spare left, or nothing outstanding, it does nothing.
+func (rd *Read) OnSlow() []Effect {
+	if rd.replied || rd.resolved || len(rd.spare) == 0 || len(rd.asked) == 0 {
+		return nil
+	}
+	var fx []Effect
+	for _, e := range rd.asked {
+		if len(rd.spare) == 0 {
+			break
+		}
+		id := rd.spare[0]
+		rd.spare = rd.spare[1:]
+		rd.slowed++
+		fx = append(fx, SendRead{To: id, Key: rd.key, Digest: !(e.v || rd.full)})
+	}
+	for _, e := range fx {
+		sr := e.(SendRead)
+		rd.asked.set(sr.To, !sr.Digest)
+	}
+	return fx
+}
+
+// waiting reports whether the read waits for replicas already asked before it decides:
+// always, unless OnSlow asked others in their place.
+func (rd *Read) waiting() bool { return len(rd.asked) > 0 && rd.slowed == 0 }
+
 func (rd *Read) dataAsked() bool {
 	for _, e := range rd.asked {
 		if e.v {
@@ -171,18 +208,24 @@ func (rd *Read) dataAsked() bool {
 	return false
 }
 
-// progress decides once enough answers are in: matching digests reply; a mismatch asks
-// every answering replica for its row; full rows are merged, replied and repaired.
+// progress decides once every replica asked has answered (or, after OnSlow, once enough
+// have): matching digests reply; a mismatch asks every answering replica for its row;
+// full rows are merged, replied and repaired.
 func (rd *Read) progress() []Effect {
-	if rd.replied || len(rd.asked) > 0 || len(rd.data)+len(rd.digests) < rd.need || len(rd.data) == 0 {
+	if rd.replied || rd.resolved || rd.waiting() || len(rd.data)+len(rd.digests) < rd.need || len(rd.data) == 0 {
 		return nil
 	}
 	if !rd.full {
-		d := rd.data[0].v // one data read so far, since the digests have not disagreed
+		// One data read so far, or two when OnSlow asked a spare for the row of a late
+		// replica that then answered too.
+		d := rd.data[0].v
 		want := Digest(d.Row, d.Found)
 		agree := true
 		for _, e := range rd.digests {
 			agree = agree && e.v == want
+		}
+		for _, e := range rd.data[1:] {
+			agree = agree && Digest(e.v.Row, e.v.Found) == want
 		}
 		if agree {
 			return rd.reply(Reply{Row: d.Row, Found: d.Found})
@@ -198,6 +241,9 @@ func (rd *Read) progress() []Effect {
 				fx = append(fx, rd.ask(id, true))
 			}
 			rd.spare = nil
+		}
+		if len(fx) == 0 { // the rows that disagreed are all in (after OnSlow): merge them
+			return rd.resolve()
 		}
 		return sortEffects(fx)
 	}
@@ -256,6 +302,9 @@ func (rd *Read) Disagreed() bool { return rd.full }
 // Failures returns how many replicas failed to answer a read (each replaced by a spare
 // when one was left).
 func (rd *Read) Failures() int { return rd.failures }
+
+// Slowed returns how many replicas OnSlow asked in place of late ones.
+func (rd *Read) Slowed() int { return rd.slowed }
 
 // OnTimeout takes the request's deadline passing: the client gets ErrTimeout unless it
 // already has its answer.

@@ -332,7 +332,7 @@ func (c *clusterNode) newStore() *clusterStore {
 		load = newLoadTracker(c.lagging)
 	}
 	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, load: load, async: c.async, hints: c.hintq,
+		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, readSlowAfter: c.cfg.ReadFallback, load: load, async: c.async, hints: c.hintq,
 		metrics: c.metrics, log: c.log, slow: newSlowWrites(c.cfg.SlowWriteLog, c.log)}
 }
 

@@ -37,6 +37,8 @@ type clusterMetrics struct {
 	// engine role (method 0 read, 1 write).
 	sent      [engine.InMemory + 1][2]prometheus.Counter
 	fallbacks *prometheus.CounterVec // op, reason
+	// overBudget: reads late past --read-fallback-after but not retried (retryBudget).
+	overBudget prometheus.Counter
 }
 
 func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine.Role) *clusterMetrics {
@@ -62,6 +64,9 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 				"because the replica's window of unanswered writes was full; counted in kura_hints_stored_total too."}),
 		readRepairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_read_repairs_total",
 			Help: "Repair writes sent to replicas found stale by a read."}),
+		overBudget: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_coordinator_read_retries_denied_total",
+			Help: "Reads still waiting after --read-fallback-after that asked no spare replica because about a tenth " +
+				"of reads had been retried already (the retry budget)."}),
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_hints_pending",
 		Help: "Hints held for replicas, waiting for replay."}, func() float64 {
@@ -93,10 +98,11 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_fallbacks_total",
 		Help: "Coordinated requests that left their policy's first plan: a write whose counted replica failed " +
 			"(reason sync_failed) or was slower than --write-fallback-after (sync_slow), a read whose replica " +
-			"failed (replica_failed) or whose answers disagreed (disagreed)."},
+			"failed (replica_failed) or answered later than --read-fallback-after (replica_slow, counting the " +
+			"replicas asked in their place) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
 	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDiscard, m.hintsDefer, m.readRepairs, pending,
-		sent, m.fallbacks)
+		sent, m.fallbacks, m.overBudget)
 	return m
 }
 
@@ -122,6 +128,16 @@ func (m *clusterMetrics) readDone(rd *coord.Read) {
 	}
 	if rd.Disagreed() {
 		m.fallbacks.WithLabelValues("read", "disagreed").Inc()
+	}
+	if n := rd.Slowed(); n > 0 {
+		m.fallbacks.WithLabelValues("read", "replica_slow").Add(float64(n))
+	}
+}
+
+// retryDenied records a late read that the retry budget kept from asking a spare.
+func (m *clusterMetrics) retryDenied() {
+	if m != nil {
+		m.overBudget.Inc()
 	}
 }
 

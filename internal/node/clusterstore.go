@@ -52,6 +52,11 @@ type clusterStore struct {
 	// the synchronous set) waits for them before every acknowledgement counts
 	// (coord.Write.OnSlow); 0 never.
 	slowAfter time.Duration
+	// readSlowAfter is how long a read waits for the replicas it asked before spares are
+	// asked in place of the late ones (coord.Read.OnSlow); 0 never.
+	readSlowAfter time.Duration
+	// retries bounds the reads retried after readSlowAfter to about a tenth.
+	retries retryBudget
 	// load is what load-aware routing needs (recent writes, peer latencies); nil under
 	// other policies, which then pay nothing for it.
 	load *loadTracker
@@ -289,9 +294,26 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	// At most a digest read, a data read and a repair per replica: sends never block,
 	// whenever the read stops listening.
 	run := newReadRun(s, ctx, key, replicas, 3*len(replicas))
+	// With a read fallback, a local read that may wait on a disk runs in a goroutine, so
+	// that the fallback's timer can fire meanwhile; an in-memory one never waits.
+	run.localAsync = s.readSlowAfter > 0 && roleOf(replicas, s.self) != engine.InMemory
 	reply, done := run.effects(fx)
+	var slow <-chan time.Time
+	if !done && s.readSlowAfter > 0 {
+		st := getTimer(s.readSlowAfter)
+		defer putTimer(st)
+		slow = st.C
+	}
+	s.retries.earn()
 	for !done {
 		select {
+		case <-slow:
+			slow = nil // once per read
+			if s.retries.spend() {
+				reply, done = run.effects(rd.OnSlow())
+			} else {
+				s.metrics.retryDenied()
+			}
 		case r := <-run.results:
 			run.out--
 			if r.repair {
@@ -356,6 +378,8 @@ type readRun struct {
 	replicas []coord.Replica
 	results  chan readResult
 	out      int // requests sent whose answers are not yet taken from results
+	// localAsync runs the local replica's reads in a goroutine instead of inline.
+	localAsync bool
 }
 
 // effects carries out fx and returns the read's reply once there is one.
@@ -404,8 +428,15 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 		switch e := e.(type) {
 		case coord.SendRead:
 			s.metrics.replicaRequest(wire.MethodRead)
-			r, err := s.local.Read(key, e.Digest)
-			results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}}
+			read := func() {
+				r, err := s.local.Read(key, e.Digest)
+				results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}}
+			}
+			if run.localAsync {
+				go read()
+			} else {
+				read()
+			}
 		case coord.SendWrite:
 			s.metrics.replicaRequest(wire.MethodWrite)
 			// In a goroutine: a background repair must not hold the reply back for its

@@ -1,0 +1,112 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// slowLocal is a local replica whose reads take delay (a B+tree read waiting on its disk).
+type slowLocal struct {
+	localReplica
+	delay time.Duration
+}
+
+func (s slowLocal) Read(key []byte, digest bool) (wire.ReadResponse, error) {
+	time.Sleep(s.delay)
+	return s.localReplica.Read(key, digest)
+}
+
+// An engine-aware read whose read-optimized replica answers 400 ms late: with a read
+// fallback of 20 ms the write-optimized replica is asked in its place and the read
+// returns long before the late answer, counted as a replica_slow fallback; without one
+// it waits. Both when the late replica is remote and when it is the coordinator's own
+// (its read then runs beside the timer, not in its way).
+func TestReadFallbackAsksAnotherReplicaWhenOneIsLate(t *testing.T) {
+	const late = 400 * time.Millisecond
+	for _, local := range []bool{false, true} {
+		for _, fallback := range []time.Duration{20 * time.Millisecond, 0} {
+			// n2 is read-optimized and late; or, with local, n1 (the coordinator) is.
+			slowID, wrapped := ring.NodeID("n2"), ring.NodeID("n2")
+			if local {
+				slowID, wrapped = "n1", ""
+			}
+			c := heteroTestCluster(t, coord.EngineAware{}, wrapped, func(p caller) caller { return delayedCaller{p, late} })
+			if local {
+				roles := map[ring.NodeID]engine.Role{"n1": engine.ReadOptimized, "n2": engine.WriteOptimized, "n3": engine.InMemory}
+				c.store.replicas = func([]byte) []coord.Replica {
+					var out []coord.Replica
+					for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
+						out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
+					}
+					return out
+				}
+			}
+			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
+			c.store.readSlowAfter = fallback
+			if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * late) // every replica has it, the late one included
+			if local {
+				c.store.local = slowLocal{c.store.local, late}
+			}
+			start := time.Now()
+			r, found, err := c.store.Get([]byte("k"))
+			took := time.Since(start)
+			if err != nil || !found || string(r.Cells[0].Value) != "v" {
+				t.Fatalf("local=%t fallback=%v: read %v %v %v", local, fallback, r, found, err)
+			}
+			var m dto.Metric
+			if err := c.store.metrics.fallbacks.WithLabelValues("read", "replica_slow").Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			slowed := m.GetCounter().GetValue()
+			t.Logf("local=%t fallback=%v: the read took %v with %s late; %v replicas asked in place of late ones",
+				local, fallback, took.Round(time.Millisecond), slowID, slowed)
+			if fallback > 0 && (took >= late/2 || slowed != 1) {
+				t.Fatalf("local=%t: with a %v fallback the read took %v (the late replica answers after %v), %v replica_slow fallbacks",
+					local, fallback, took, late, slowed)
+			}
+			if fallback == 0 && (took < late || slowed != 0) {
+				t.Fatalf("local=%t: without a fallback the read took %v, %v replica_slow fallbacks: it did not wait for the late replica",
+					local, took, slowed)
+			}
+		}
+	}
+}
+
+// With the retry budget spent, a late read asks no spare: it waits for the late replica
+// and is counted as denied.
+func TestReadFallbackStopsWhenTheRetryBudgetIsSpent(t *testing.T) {
+	const late = 300 * time.Millisecond
+	c := heteroTestCluster(t, coord.EngineAware{}, "n2", func(p caller) caller { return delayedCaller{p, late} })
+	c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
+	c.store.readSlowAfter = 10 * time.Millisecond
+	if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	for c.store.retries.spend() {
+	}
+	start := time.Now()
+	if _, found, err := c.store.Get([]byte("k")); err != nil || !found {
+		t.Fatalf("read: %v %v", found, err)
+	}
+	took := time.Since(start)
+	var m dto.Metric
+	if err := c.store.metrics.overBudget.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if took < late || m.GetCounter().GetValue() != 1 {
+		t.Fatalf("with the budget spent the read took %v (the late replica answers after %v), %v denied retries, want a wait and 1",
+			took, late, m.GetCounter().GetValue())
+	}
+}

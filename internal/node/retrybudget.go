@@ -1,0 +1,37 @@
+package node
+
+import "sync/atomic"
+
+// retryBudget bounds the reads a coordinator retries on a spare replica because the
+// replicas it asked are late (--read-fallback-after, coord.Read.OnSlow). It holds up to
+// retryBudgetBurst retries, full at first; every read earns back a tenth of one and a
+// retry spends one, so that over time about one read in ten may be retried. Where a few
+// reads are late (a B+tree read waiting on its disk while the other replicas answer from
+// memory) a retry saves their wait; where every read is late because every disk is
+// saturated, retrying each would add half as many reads again to the same disks and make
+// every read later still (the retry storm a fixed threshold makes), and the budget stops
+// that at a tenth. Safe for concurrent use; the bounds are kept loosely under contention.
+type retryBudget struct {
+	// spent is how far below full the budget is, in tenths of a retry: 0 is full (the
+	// zero value), 10*retryBudgetBurst empty.
+	spent atomic.Int64
+}
+
+// retryBudgetBurst is how many retries a coordinator may hold in hand.
+const retryBudgetBurst = 100
+
+// earn credits one read.
+func (b *retryBudget) earn() {
+	if b.spent.Add(-1) < 0 {
+		b.spent.Add(1)
+	}
+}
+
+// spend takes one retry from the budget, reporting whether there was one.
+func (b *retryBudget) spend() bool {
+	if b.spent.Add(10) <= 10*retryBudgetBurst {
+		return true
+	}
+	b.spent.Add(-10)
+	return false
+}
