@@ -288,7 +288,7 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	defer putTimer(timer)
 	replicas := s.replicas(key)
 	if s.load != nil {
-		replicas = s.load.annotate(key, replicas, s.self, start)
+		replicas = s.load.annotate(key, replicas, start)
 	}
 	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
 	// At most a digest read, a data read and a repair per replica: sends never block,
@@ -429,7 +429,12 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 		case coord.SendRead:
 			s.metrics.replicaRequest(wire.MethodRead)
 			read := func() {
+				start := time.Now()
 				r, err := s.local.Read(key, e.Digest)
+				if s.load != nil { // its own latency, as a peer's is timed
+					now := time.Now()
+					s.load.observe(e.To, now.Sub(start), now)
+				}
 				results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}}
 			}
 			if run.localAsync {

@@ -86,9 +86,11 @@ func (t *loadTracker) wrote(key []byte, now time.Time) { t.recent.add(xxhash.Sum
 
 // annotate returns a copy of key's replica set with what LoadAware reads need: replicas
 // whose copy of a write this coordinator made moments ago was not waited for, and
-// replicas this coordinator holds hints for, are Lagging, and every remote replica
-// carries its recent latency.
-func (t *loadTracker) annotate(key []byte, replicas []coord.Replica, self ring.NodeID, now time.Time) []coord.Replica {
+// replicas this coordinator holds hints for, are Lagging, and every replica carries its
+// recent latency: a peer's as its answers took, this node's own as its local reads took
+// (a B+tree whose reads wait on its disk is asked last like a slow peer, though it is
+// the coordinator).
+func (t *loadTracker) annotate(key []byte, replicas []coord.Replica, now time.Time) []coord.Replica {
 	out := make([]coord.Replica, len(replicas))
 	copy(out, replicas)
 	recent := t.recent.has(xxhash.Sum64(key), now)
@@ -96,9 +98,7 @@ func (t *loadTracker) annotate(key []byte, replicas []coord.Replica, self ring.N
 		if recent && !coord.Synchronous(out[i].Role) || t.hinted != nil && t.hinted(out[i].ID) {
 			out[i].Lagging = true
 		}
-		if out[i].ID != self {
-			out[i].Latency = t.latency(out[i].ID, now)
-		}
+		out[i].Latency = t.latency(out[i].ID, now)
 	}
 	return out
 }

@@ -51,21 +51,22 @@ func TestLoadTrackerAnnotatesReplicaSets(t *testing.T) {
 		tr.observe("m", time.Millisecond, now)
 	}
 	tr.observe("m", 9*time.Millisecond, now) // one slow answer moves the average an eighth of the way
+	tr.observe("l", 5*time.Millisecond, now) // this node's own replica: its local reads are timed too
 	tr.wrote([]byte("k"), now)
-	got := tr.annotate([]byte("k"), set, "l", now)
+	got := tr.annotate([]byte("k"), set, now)
 	if got[1].Lagging != true || got[0].Lagging || got[2].Lagging {
 		t.Fatalf("after a write only the read-optimized replica may lag: %+v", got)
 	}
-	if got[1].Latency != 8*time.Millisecond || got[2].Latency != 2*time.Millisecond || got[0].Latency != 0 {
-		t.Fatalf("latencies %v %v %v; want 0 for this node, 8ms, 2ms", got[0].Latency, got[1].Latency, got[2].Latency)
+	if got[1].Latency != 8*time.Millisecond || got[2].Latency != 2*time.Millisecond || got[0].Latency != 5*time.Millisecond {
+		t.Fatalf("latencies %v %v %v; want 5ms, 8ms, 2ms", got[0].Latency, got[1].Latency, got[2].Latency)
 	}
 	if set[1].Lagging || set[1].Latency != 0 {
 		t.Fatal("annotate modified the shared replica set")
 	}
-	if got := tr.annotate([]byte("other"), set, "l", now); got[1].Lagging {
+	if got := tr.annotate([]byte("other"), set, now); got[1].Lagging {
 		t.Fatal("a key not written is marked lagging")
 	}
-	if got := tr.annotate([]byte("k"), set, "l", now.Add(2*latencyStale)); got[1].Latency != 0 {
+	if got := tr.annotate([]byte("k"), set, now.Add(2*latencyStale)); got[1].Latency != 0 {
 		t.Fatal("a stale latency is still used")
 	}
 }
@@ -77,12 +78,12 @@ func TestLoadTrackerMarksHintedReplicasLagging(t *testing.T) {
 	tr := newLoadTracker(func(id ring.NodeID) bool { return held[id] })
 	set := []coord.Replica{{ID: "l", Role: engine.WriteOptimized, Up: true}, {ID: "b", Role: engine.ReadOptimized, Up: true},
 		{ID: "m", Role: engine.InMemory, Up: true}}
-	got := tr.annotate([]byte("never written"), set, "l", time.Now())
+	got := tr.annotate([]byte("never written"), set, time.Now())
 	if !got[1].Lagging || got[0].Lagging || got[2].Lagging {
 		t.Fatalf("with hints held for b only b lags: %+v", got)
 	}
 	held = map[ring.NodeID]bool{"m": true}
-	if got := tr.annotate([]byte("never written"), set, "l", time.Now()); got[1].Lagging || !got[2].Lagging {
+	if got := tr.annotate([]byte("never written"), set, time.Now()); got[1].Lagging || !got[2].Lagging {
 		t.Fatalf("with hints held for m only m lags: %+v", got)
 	}
 }
@@ -236,5 +237,44 @@ func TestBehindSetTakesLiveMembersAnnouncements(t *testing.T) {
 	}
 	if s := behindSet(map[ring.NodeID]cluster.Member{"n1": {ID: "n1", Up: true}}, "n2"); s != nil {
 		t.Errorf("nobody announced anything, behind %v", s)
+	}
+}
+
+// The coordinator's own replica is timed too: when it is the read-optimized one and its
+// reads take 30 ms (a B+tree waiting on its disk), load-aware reads ask the others
+// instead, as they would avoid a slow peer. Before, a coordinator's own replica counted
+// as never slow, so that every read waited for it.
+func TestLoadAwareReadsAvoidTheCoordinatorsOwnSlowReplica(t *testing.T) {
+	c := heteroTestCluster(t, coord.LoadAware{}, "", nil)
+	roles := map[ring.NodeID]engine.Role{"n1": engine.ReadOptimized, "n2": engine.WriteOptimized, "n3": engine.InMemory}
+	c.store.replicas = func([]byte) []coord.Replica {
+		var out []coord.Replica
+		for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
+			out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
+		}
+		return out
+	}
+	own := &slowLocal{localReplica: c.store.local}
+	c.store.local = own
+	for i := range 20 {
+		if err := c.store.Apply([]row.Mutation{{Key: []byte{byte(i)}, Row: cell("v", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2*recentWriteWindow + 100*time.Millisecond) // the writes no longer recent
+	own.delay.Store(int64(30 * time.Millisecond))
+	var slow int
+	for i := range 20 {
+		start := time.Now()
+		if _, found, err := c.store.Get([]byte{byte(i)}); err != nil || !found {
+			t.Fatalf("read %d: %v %v", i, found, err)
+		}
+		if time.Since(start) > 20*time.Millisecond {
+			slow++
+		}
+	}
+	t.Logf("%d of 20 reads waited for the coordinator's own slow replica", slow)
+	if slow > 2 {
+		t.Fatalf("%d of 20 reads waited for the coordinator's own slow replica; want at most the first ones, which measure it", slow)
 	}
 }

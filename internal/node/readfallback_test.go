@@ -1,6 +1,7 @@
 package node
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,14 +15,16 @@ import (
 	"github.com/kuradb/kura/internal/wire"
 )
 
-// slowLocal is a local replica whose reads take delay (a B+tree read waiting on its disk).
+// slowLocal is a local replica whose reads take delay once it is set (a B+tree read
+// waiting on its disk). It is installed before the first request, so that changing the
+// delay races with no request in flight.
 type slowLocal struct {
 	localReplica
-	delay time.Duration
+	delay atomic.Int64 // ns
 }
 
-func (s slowLocal) Read(key []byte, digest bool) (wire.ReadResponse, error) {
-	time.Sleep(s.delay)
+func (s *slowLocal) Read(key []byte, digest bool) (wire.ReadResponse, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
 	return s.localReplica.Read(key, digest)
 }
 
@@ -52,12 +55,14 @@ func TestReadFallbackAsksAnotherReplicaWhenOneIsLate(t *testing.T) {
 			}
 			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
 			c.store.readSlowAfter = fallback
+			own := &slowLocal{localReplica: c.store.local}
+			c.store.local = own
 			if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * late) // every replica has it, the late one included
 			if local {
-				c.store.local = slowLocal{c.store.local, late}
+				own.delay.Store(int64(late))
 			}
 			start := time.Now()
 			r, found, err := c.store.Get([]byte("k"))
