@@ -20,11 +20,17 @@ import (
 // RF 3) it changes nothing; in a heterogeneous one (nine nodes, a key on three of them) a
 // node picked by thread holds the key 1 time in 3.
 //
-// The replica chosen is the one engine-aware routing asks first (coord.EngineAware):
-// for a read the read-optimized replica, then the in-memory one, then the
-// write-optimized one; for a write the write-optimized one, then the in-memory one, then
-// the read-optimized one. Among replicas of one role (a homogeneous cluster), the first
-// of the ring's walk. Replicas down when the layout was fetched are passed over; the
+// The replica chosen for a write is the one engine-aware routing writes first
+// (coord.EngineAware): the write-optimized one, then the in-memory one, then the
+// read-optimized one. For a read it is the in-memory replica, then the read-optimized
+// one, then the write-optimized one: engine-aware routing reads from the first two, and
+// of those the in-memory node is the better coordinator. Its own read never waits on a
+// disk, and when the read-optimized replica lags (load-aware routing then reads the
+// in-memory and write-optimized replicas) it serves one of the two reads itself, where a
+// B+tree coordinator would send both away. A B+tree node also runs in a small memory (its
+// cache is the page cache, which its file's writes contend for), so its own process can
+// stall on the disk. Among replicas of one role (a homogeneous cluster), the first of
+// the ring's walk. Replicas down when the layout was fetched are passed over; the
 // layout is not refreshed during a run, and a request to a node that cannot be reached
 // goes to the thread's own node instead.
 
@@ -41,9 +47,9 @@ type router struct {
 	read, write []string // per range of the ring (ring.RangeIndex): where reads and writes go
 }
 
-// The orders in which the router prefers replicas' roles: engine-aware routing's.
+// The orders in which the router prefers replicas' roles (see above).
 var (
-	readRoles  = []engine.Role{engine.ReadOptimized, engine.InMemory, engine.WriteOptimized}
+	readRoles  = []engine.Role{engine.InMemory, engine.ReadOptimized, engine.WriteOptimized}
 	writeRoles = []engine.Role{engine.WriteOptimized, engine.InMemory, engine.ReadOptimized}
 )
 

@@ -64,30 +64,30 @@ func newLayout(t *testing.T, rng *rand.Rand, hosts int, roles []engine.Role, pla
 	return l
 }
 
-// The router sends a read to the key's read-optimized replica and a write to its
-// write-optimized one (engine-aware routing's first choices), as the ring's own
-// placement places them; with the read-optimized replica down, a read goes to the
-// in-memory one. In a homogeneous cluster both go to the first replica of the walk.
-func TestRouterSendsEachKeyToTheReplicaEngineAwareRoutingAsksFirst(t *testing.T) {
+// The router sends a read to the key's in-memory replica and a write to its
+// write-optimized one, as the ring's own placement places them; with the in-memory
+// replica down, a read goes to the read-optimized one. In a homogeneous cluster both go
+// to the first replica of the walk.
+func TestRouterSendsEachKeyToTheReplicaOfItsRole(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	all := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
 	hetero := newLayout(t, rng, 3, all, "engine-diverse", 3)
-	downBTree := ring.NodeID("h1-" + engine.ReadOptimized.String())
-	degraded := newLayout(t, rng, 3, all, "engine-diverse", 3, downBTree)
+	downMemory := ring.NodeID("h1-" + engine.InMemory.String())
+	degraded := newLayout(t, rng, 3, all, "engine-diverse", 3, downMemory)
 	homo := newLayout(t, rng, 3, []engine.Role{engine.WriteOptimized}, "host-aware", 3)
 	for _, tc := range []struct {
 		name        string
 		l           layout
 		read, write func(set []ring.NodeID) ring.NodeID
 	}{
-		{"heterogeneous", hetero, roleIn(hetero, engine.ReadOptimized), roleIn(hetero, engine.WriteOptimized)},
-		{"heterogeneous, a B+tree node down", degraded, func(set []ring.NodeID) ring.NodeID {
-			if b := roleIn(degraded, engine.ReadOptimized)(set); b != downBTree {
-				return b
+		{"heterogeneous", hetero, roleIn(hetero, engine.InMemory), roleIn(hetero, engine.WriteOptimized)},
+		{"heterogeneous, an in-memory node down", degraded, func(set []ring.NodeID) ring.NodeID {
+			if m := roleIn(degraded, engine.InMemory)(set); m != downMemory {
+				return m
 			}
-			return roleIn(degraded, engine.InMemory)(set)
+			return roleIn(degraded, engine.ReadOptimized)(set)
 		}, roleIn(degraded, engine.WriteOptimized)},
 		{"homogeneous", homo, first, first},
 	} {
