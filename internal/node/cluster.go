@@ -438,9 +438,9 @@ var behindAnnounceInterval = time.Second
 // behindLoop announces the replicas this node holds hints for (cluster.Member.Behind)
 // whenever they change, at most once per behindAnnounceInterval. With token-aware
 // clients, writes are coordinated on write-optimized nodes, which keep the deferred
-// writes for the read-optimized replicas, while reads are coordinated on the
-// read-optimized nodes themselves: without this, the node that serves a read would not
-// know that its own copy lags.
+// writes for the read-optimized replicas, while reads are coordinated elsewhere (on the
+// in-memory nodes; before 2026-11-24 on the read-optimized nodes themselves): without
+// this, the node that coordinates a read would not know that a replica lags.
 func (c *clusterNode) behindLoop() {
 	defer c.wg.Done()
 	if c.hints == nil {
