@@ -175,7 +175,7 @@ func (rd *Read) replace(wantData bool) []Effect {
 // answers are in, without waiting for the late ones; a late answer that comes first
 // counts as any other. With no spare left, or nothing outstanding, it does nothing.
 func (rd *Read) OnSlow() []Effect {
-	if rd.replied || rd.resolved || len(rd.spare) == 0 || len(rd.asked) == 0 {
+	if !rd.CanSlow() {
 		return nil
 	}
 	var fx []Effect
@@ -193,6 +193,12 @@ func (rd *Read) OnSlow() []Effect {
 		rd.asked.set(sr.To, !sr.Digest)
 	}
 	return fx
+}
+
+// CanSlow reports whether OnSlow would ask a spare now: the read has not decided, some
+// replica asked has not answered, and a spare is left.
+func (rd *Read) CanSlow() bool {
+	return !rd.replied && !rd.resolved && len(rd.spare) > 0 && len(rd.asked) > 0
 }
 
 // waiting reports whether the read waits for replicas already asked before it decides:

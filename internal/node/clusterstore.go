@@ -309,9 +309,11 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 		select {
 		case <-slow:
 			slow = nil // once per read
-			if s.retries.spend() {
+			switch {
+			case !rd.CanSlow(): // nothing left to ask: the budget is not spent
+			case s.retries.spend():
 				reply, done = run.effects(rd.OnSlow())
-			} else {
+			default:
 				s.metrics.retryDenied()
 			}
 		case r := <-run.results:
