@@ -108,14 +108,7 @@ func (d delayedCaller) Go(ctx context.Context, m uint16, p []byte, done func([]b
 // memory) under policy, with replica wrapped answering through wrap.
 func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, wrap func(caller) caller) *testCluster {
 	c := newTestCluster(t, coord.Quorum)
-	roles := map[ring.NodeID]engine.Role{"n1": engine.WriteOptimized, "n2": engine.ReadOptimized, "n3": engine.InMemory}
-	c.store.replicas = func([]byte) []coord.Replica {
-		var out []coord.Replica
-		for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
-			out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
-		}
-		return out
-	}
+	c.setRoles(engine.WriteOptimized, engine.ReadOptimized, engine.InMemory)
 	peer := c.store.peer
 	c.store.peer = func(id ring.NodeID) (caller, error) {
 		p, err := peer(id)
@@ -129,6 +122,34 @@ func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, w
 		c.store.load = newLoadTracker(c.holds)
 	}
 	return c
+}
+
+// setRoles gives n1, n2 and n3 the roles r1, r2 and r3, all up.
+func (c *testCluster) setRoles(r1, r2, r3 engine.Role) {
+	roles := map[ring.NodeID]engine.Role{"n1": r1, "n2": r2, "n3": r3}
+	c.store.replicas = func([]byte) []coord.Replica {
+		var out []coord.Replica
+		for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
+			out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
+		}
+		return out
+	}
+}
+
+// slowReads reads keys 0..n-1 (one byte each) and returns how many took over 20 ms.
+func (c *testCluster) slowReads(t *testing.T, n int) int {
+	t.Helper()
+	slow := 0
+	for i := range n {
+		start := time.Now()
+		if _, found, err := c.store.Get([]byte{byte(i)}); err != nil || !found {
+			t.Fatalf("read %d: %v %v", i, found, err)
+		}
+		if time.Since(start) > 20*time.Millisecond {
+			slow++
+		}
+	}
+	return slow
 }
 
 // A key read right after this coordinator wrote it: load-aware reads ask the replicas
@@ -192,16 +213,7 @@ func TestLoadAwareReadsAvoidAnOverloadedReplica(t *testing.T) {
 	// Once the writes are no longer recent (and n2's latency, measured on them, stale),
 	// the first read measures n2 again and the rest avoid it.
 	time.Sleep(2*recentWriteWindow + 100*time.Millisecond)
-	var slow int
-	for i := range 20 {
-		start := time.Now()
-		if _, found, err := c.store.Get([]byte{byte(i)}); err != nil || !found {
-			t.Fatalf("read %d: %v %v", i, found, err)
-		}
-		if time.Since(start) > 20*time.Millisecond {
-			slow++
-		}
-	}
+	slow := c.slowReads(t, 20)
 	t.Logf("%d of 20 reads waited for the overloaded replica", slow)
 	if slow > 2 {
 		t.Fatalf("%d of 20 reads waited for the overloaded replica; want at most the first ones, which measure it", slow)
@@ -246,14 +258,7 @@ func TestBehindSetTakesLiveMembersAnnouncements(t *testing.T) {
 // as never slow, so that every read waited for it.
 func TestLoadAwareReadsAvoidTheCoordinatorsOwnSlowReplica(t *testing.T) {
 	c := heteroTestCluster(t, coord.LoadAware{}, "", nil)
-	roles := map[ring.NodeID]engine.Role{"n1": engine.ReadOptimized, "n2": engine.WriteOptimized, "n3": engine.InMemory}
-	c.store.replicas = func([]byte) []coord.Replica {
-		var out []coord.Replica
-		for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
-			out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
-		}
-		return out
-	}
+	c.setRoles(engine.ReadOptimized, engine.WriteOptimized, engine.InMemory)
 	own := &slowLocal{localReplica: c.store.local}
 	c.store.local = own
 	for i := range 20 {
@@ -263,16 +268,7 @@ func TestLoadAwareReadsAvoidTheCoordinatorsOwnSlowReplica(t *testing.T) {
 	}
 	time.Sleep(2*recentWriteWindow + 100*time.Millisecond) // the writes no longer recent
 	own.delay.Store(int64(30 * time.Millisecond))
-	var slow int
-	for i := range 20 {
-		start := time.Now()
-		if _, found, err := c.store.Get([]byte{byte(i)}); err != nil || !found {
-			t.Fatalf("read %d: %v %v", i, found, err)
-		}
-		if time.Since(start) > 20*time.Millisecond {
-			slow++
-		}
-	}
+	slow := c.slowReads(t, 20)
 	t.Logf("%d of 20 reads waited for the coordinator's own slow replica", slow)
 	if slow > 2 {
 		t.Fatalf("%d of 20 reads waited for the coordinator's own slow replica; want at most the first ones, which measure it", slow)

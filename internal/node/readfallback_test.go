@@ -44,14 +44,7 @@ func TestReadFallbackAsksAnotherReplicaWhenOneIsLate(t *testing.T) {
 			}
 			c := heteroTestCluster(t, coord.EngineAware{}, wrapped, func(p caller) caller { return delayedCaller{p, late} })
 			if local {
-				roles := map[ring.NodeID]engine.Role{"n1": engine.ReadOptimized, "n2": engine.WriteOptimized, "n3": engine.InMemory}
-				c.store.replicas = func([]byte) []coord.Replica {
-					var out []coord.Replica
-					for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
-						out = append(out, coord.Replica{ID: id, Up: true, Role: roles[id]})
-					}
-					return out
-				}
+				c.setRoles(engine.ReadOptimized, engine.WriteOptimized, engine.InMemory)
 			}
 			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
 			c.store.readSlowAfter = fallback
