@@ -63,8 +63,8 @@ HINTS_ROOT=""
 # disk takes over 100 ms (--lsm-wal-failover-dir): on its hosts the B+tree's writeback
 # held the log's fsyncs for 1.2 s on average, and every commit behind them
 # (docs/benchmarks.md, 2026-11-24). The homogeneous hosts' log disks hold nothing else
-# (no slow sync through write-only), and with failover to their busy data disks they
-# did worse in the one run that tried. FAILOVER= leaves it out; FAILOVER=both gives it
+# (no sync of 250 ms or more through write-only), and failing over to their busy data
+# disks they did worse in the one run that tried. FAILOVER= leaves it out; FAILOVER=both gives it
 # to both clusters.
 FAILOVER=${FAILOVER-1}
 failover() { [ -n "$FAILOVER" ] && echo " --lsm-wal-failover-dir=/mnt/kura-hdd1{host}/walfailover-$1"; return 0; }

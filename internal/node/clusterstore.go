@@ -299,12 +299,14 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	run.localAsync = s.readSlowAfter > 0 && roleOf(replicas, s.self) != engine.InMemory
 	reply, done := run.effects(fx)
 	var slow <-chan time.Time
-	if !done && s.readSlowAfter > 0 {
-		st := getTimer(s.readSlowAfter)
-		defer putTimer(st)
-		slow = st.C
+	if s.readSlowAfter > 0 {
+		s.retries.earn()
+		if !done {
+			st := getTimer(s.readSlowAfter)
+			defer putTimer(st)
+			slow = st.C
+		}
 	}
-	s.retries.earn()
 	for !done {
 		select {
 		case <-slow:

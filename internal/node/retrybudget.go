@@ -20,9 +20,10 @@ type retryBudget struct {
 // retryBudgetBurst is how many retries a coordinator may hold in hand.
 const retryBudgetBurst = 100
 
-// earn credits one read.
+// earn credits one read. A full budget, the usual case, is only read, so that reads on
+// every core do not contend for the counter.
 func (b *retryBudget) earn() {
-	if b.spent.Add(-1) < 0 {
+	if b.spent.Load() > 0 && b.spent.Add(-1) < 0 {
 		b.spent.Add(1)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -73,8 +72,8 @@ type Options struct {
 	// the kernel sees fit.
 	DropPageCache bool
 	// WALFailoverDir, when set, is where the write-ahead log goes while a write or sync
-	// of the log in its own directory (WALDir or the data directory) takes over
-	// walFailoverAfter, until that directory answers quickly again (pebble's WAL
+	// of the log in its own directory (WALDir or the data directory) takes over 100 ms,
+	// until that directory answers quickly again (pebble's WAL
 	// failover): a log on a disk that something else keeps busy (the heterogeneous
 	// hosts' B+tree file shares the log disk, docs/benchmarks.md) no longer stalls every
 	// commit behind a slow fsync. Put it on another device. It is locked like the data
@@ -169,10 +168,11 @@ func Open(dir string, opts Options) (*DB, error) {
 		err = db.applySecondDir(po)
 	}
 	if err == nil {
-		if po.FS == nil {
+		switch {
+		case po.FS != nil: // the second directory's
+		case opts.fs != nil:
 			po.FS = opts.fs
-		}
-		if po.FS == nil {
+		default:
 			po.FS = vfs.Default
 		}
 		if opts.DropPageCache {
@@ -251,11 +251,6 @@ func memtableReserve(opts Options) int64 { return 2 * int64(opts.MemTableSizeByt
 // spread over several files. Pebble's default is no filter at all.
 const bloomBitsPerKey = 10
 
-// walFailoverAfter is how long a write or sync of the log may take before the log fails
-// over to Options.WALFailoverDir: pebble's default. A periodic sync on a healthy HDD takes
-// tens of milliseconds; the stalls it avoids took a second and more.
-const walFailoverAfter = 100 * time.Millisecond
-
 func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{
 		Cache:              cache,
@@ -270,10 +265,10 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 		o.WALRecoveryDirs = []wal.Dir{{FS: vfs.Default, Dirname: db.dir}} // logs of before it was set
 	}
 	if db.opts.WALFailoverDir != "" {
-		o.WALFailover = &pebble.WALFailoverOptions{Secondary: wal.Dir{Dirname: db.opts.WALFailoverDir},
-			FailoverOptions: wal.FailoverOptions{UnhealthyOperationLatencyThreshold: func() (time.Duration, bool) {
-				return walFailoverAfter, true
-			}}}
+		// Pebble fails the log over once a write or sync takes over 100 ms (its
+		// FailoverOptions default): a periodic sync on a healthy HDD takes tens of
+		// milliseconds, and the stalls this avoids took a second and more.
+		o.WALFailover = &pebble.WALFailoverOptions{Secondary: wal.Dir{Dirname: db.opts.WALFailoverDir}}
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
