@@ -37,7 +37,7 @@ func ready(n *Node, want int) bool {
 		return false
 	}
 	for _, m := range st.members {
-		if len(m.Tokens) == 0 || !m.Up {
+		if m.Status != cluster.Normal || len(m.Tokens) == 0 || !m.Up {
 			return false
 		}
 	}
