@@ -8,6 +8,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/hanwen/go-fuse/v2 v2.9.0
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/pingcap/go-ycsb v1.0.1
 	github.com/prometheus/client_golang v1.25.0

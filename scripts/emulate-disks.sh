@@ -37,6 +37,13 @@
 #   KURA_EMU_{HDD,SSD}_{RIOPS,WIOPS,RBPS,WBPS}  limits, I/Os/s and bytes/s:
 #       HDD 200, 200, 140000000, 76000000; SSD 8500, 8500, 283000000, 85000000
 #   KURA_EMU_MOUNTS_FILE  mount table to read (/proc/self/mounts; tests only)
+#   KURA_EMU_MODEL        how an HDD is slowed: throttle (the block throttle's limits
+#       above) or seek (a disk head's timing: each random I/O waits a seek,
+#       KURA_EMU_HDD_ACCESS, default 5ms; sequential ones their transfer at the
+#       RBPS/WBPS rates; reads and writes share the head). seek serves the image
+#       through kura-slowdisk over FUSE (built from this repository into the state
+#       directory unless KURA_EMU_SLOWDISK names the binary) and puts the loop device
+#       on that; it needs /dev/fuse. SSDs are always throttled.    (throttle)
 #
 # `limit` changes the memory limit of runs already going, e.g. to load a data set with room
 # to spare and then measure with the page cache squeezed: lowering it makes the kernel
@@ -63,6 +70,9 @@ READ_AHEAD_KB=${KURA_EMU_READ_AHEAD_KB:-1024}
 CG_WANT=${KURA_EMU_CGROUP:-auto}
 CG_NAME=${KURA_EMU_CGROUP_NAME:-kura-emu}
 MOUNTS_FILE=${KURA_EMU_MOUNTS_FILE:-/proc/self/mounts}
+MODEL=${KURA_EMU_MODEL:-throttle}
+HDD_ACCESS=${KURA_EMU_HDD_ACCESS:-5ms}
+SLOWDISK=${KURA_EMU_SLOWDISK:-}
 
 # The papers' devices (issue 3; seeds 001 and 003). Bytes are SI: 1 MB = 10^6 B.
 # Write IOPS are not in the papers' tables: we use the random-read figure for
@@ -417,12 +427,77 @@ cg_sweep_runs() {
 disk_state() { echo "$STATE_DIR/$1.state"; }
 disk_image() { echo "$STATE_DIR/$1.img"; }
 
-# disk_loops NAME prints the loop devices attached to NAME's image.
+# disk_fuse NAME prints where the seek model serves NAME's image (KURA_EMU_MODEL=seek).
+disk_fuse() { echo "$STATE_DIR/fuse-$1"; }
+
+# disk_backing NAME prints the file NAME's loop device reads: its image, or the image
+# as kura-slowdisk serves it.
+disk_backing() {
+	if [[ $(kv_get "$(disk_state "$1")" model) == seek ]]; then echo "$(disk_fuse "$1")/disk"; else disk_image "$1"; fi
+}
+
+# disk_loops NAME prints the loop devices attached to NAME's image, directly or through
+# the seek model.
 disk_loops() {
-	local img
+	local img f
 	img=$(disk_image "$1")
 	[[ -e $img ]] || return 0
 	losetup -j "$img" | cut -d: -f1
+	f=$(disk_fuse "$1")/disk
+	if findmnt -rn --mountpoint "$(disk_fuse "$1")" >/dev/null 2>&1; then losetup -j "$f" | cut -d: -f1; fi
+	return 0
+}
+
+# slowdisk_bin prints the kura-slowdisk binary, building it from this repository into
+# the state directory on first use.
+slowdisk_bin() {
+	if [[ -n $SLOWDISK ]]; then echo "$SLOWDISK"; return; fi
+	local bin=$STATE_DIR/kura-slowdisk root
+	root=$(dirname "$SELF")/..
+	if [[ ! -x $bin ]]; then
+		command -v go >/dev/null || die "KURA_EMU_MODEL=seek needs go to build kura-slowdisk (or KURA_EMU_SLOWDISK)"
+		(cd "$root" && go build -o "$bin" ./cmd/kura-slowdisk) || die "cannot build kura-slowdisk"
+	fi
+	echo "$bin"
+}
+
+# slowdisk_up NAME serves NAME's image with a disk head's timing at disk_fuse NAME,
+# unless it is served already, and records the server's pid in the disk's state.
+slowdisk_up() {
+	local name=$1 dir pid bin
+	dir=$(disk_fuse "$name")
+	[[ -e /dev/fuse ]] || die "KURA_EMU_MODEL=seek needs /dev/fuse"
+	mkdir -p "$dir"
+	if ! findmnt -rn --mountpoint "$dir" >/dev/null 2>&1; then
+		bin=$(slowdisk_bin)
+		setsid "$bin" --image "$(disk_image "$name")" --mount "$dir" --access "$HDD_ACCESS" \
+			--read-bps "$HDD_RBPS" --write-bps "$HDD_WBPS" --stats "$STATE_DIR/$name.diskstats" \
+			</dev/null >"$STATE_DIR/$name.slowdisk.log" 2>&1 9>&- &
+		pid=$!
+		local tries=50
+		while ((tries-- > 0)) && ! findmnt -rn --mountpoint "$dir" >/dev/null 2>&1; do
+			kill -0 "$pid" 2>/dev/null || die "kura-slowdisk exited: $(cat "$STATE_DIR/$name.slowdisk.log")"
+			sleep 0.1
+		done
+		findmnt -rn --mountpoint "$dir" >/dev/null 2>&1 || die "kura-slowdisk did not mount $dir"
+		echo "$pid" >"$STATE_DIR/$name.slowdisk.pid"
+	fi
+}
+
+# slowdisk_down NAME stops NAME's seek model (its loop device must be detached).
+slowdisk_down() {
+	local name=$1 pidf pid tries=100
+	pidf=$STATE_DIR/$name.slowdisk.pid
+	[[ -r $pidf ]] || return 0
+	pid=$(<"$pidf")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		while ((tries-- > 0)) && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+		kill -0 "$pid" 2>/dev/null && die "kura-slowdisk ($pid) did not stop; see $STATE_DIR/$name.slowdisk.log"
+	fi
+	findmnt -rn --mountpoint "$(disk_fuse "$name")" >/dev/null 2>&1 && umount "$(disk_fuse "$name")"
+	rm -f "$pidf"
+	rmdir "$(disk_fuse "$name")" 2>/dev/null || true
 }
 
 # up_disk NAME attaches, formats (new images only), mounts and throttles one disk.
@@ -437,14 +512,25 @@ up_disk() {
 		truncate -s "$SIZE" "$img"
 		fresh=1
 	fi
+	local model=throttle backing=$img
+	if [[ $kind == hdd && $MODEL == seek ]]; then
+		model=seek
+		slowdisk_up "$name"
+		backing=$(disk_fuse "$name")/disk
+	elif [[ $MODEL != throttle && $MODEL != seek ]]; then
+		usage_error "KURA_EMU_MODEL must be throttle or seek; got '$MODEL'"
+	fi
 	loop=$(disk_loops "$name" | head -n 1)
+	if [[ -n $loop && $(losetup -n -O BACK-FILE "$loop") != "$backing" ]]; then
+		die "$name is attached as $loop to $(losetup -n -O BACK-FILE "$loop"), not $backing: run '$PROG down' first to change its model"
+	fi
 	if [[ -z $loop ]]; then
-		loop=$(losetup --find --show --direct-io=on "$img") || die "losetup failed for $img"
+		loop=$(losetup --find --show --direct-io=on "$backing") || die "losetup failed for $backing"
 	fi
 	dev=${loop##*/}
 	mm=$(<"/sys/block/$dev/dev")
 	# Write the state before anything can fail, so that `down` finds the device.
-	printf 'name=%s\nkind=%s\nloop=%s\nmajmin=%s\nmount=%s\n' "$name" "$kind" "$loop" "$mm" "$mnt" >"$(disk_state "$name")"
+	printf 'name=%s\nkind=%s\nloop=%s\nmajmin=%s\nmount=%s\nmodel=%s\n' "$name" "$kind" "$loop" "$mm" "$mnt" "$model" >"$(disk_state "$name")"
 	if [[ $(cat "/sys/block/$dev/loop/dio" 2>/dev/null) != 1 ]]; then
 		note "WARNING: $loop does not use direct I/O to $img (is $STATE_DIR on tmpfs?);"
 		note "  the image's own page cache would then cache data behind the emulated device"
@@ -461,7 +547,8 @@ up_disk() {
 	# requests let sequential reads reach the bandwidth limit under the HDD's
 	# 200 IOPS (a real disk does not seek between sequential requests).
 	put "/sys/block/$dev/queue/read_ahead_kb" "$READ_AHEAD_KB"
-	cg_apply_limits "$mm" "$kind"
+	# The seek model is the limit: no throttle on top of it.
+	if [[ $model == seek ]]; then cg_clear_limits "$mm"; else cg_apply_limits "$mm" "$kind"; fi
 	mkdir -p "$mnt"
 	local src
 	src=$(findmnt -rn -o SOURCE --mountpoint "$mnt" 2>/dev/null || true)
@@ -470,7 +557,11 @@ up_disk() {
 	elif [[ $src != "$loop" ]]; then
 		die "$mnt is already a mount point of $src"
 	fi
-	echo "$name: $kind on $loop ($mm) at $mnt, $(du -h --apparent-size "$img" | cut -f1) image, limits: $(cg_show_limits "$mm")"
+	if [[ $model == seek ]]; then
+		echo "$name: $kind on $loop ($mm) at $mnt, $(du -h --apparent-size "$img" | cut -f1) image, seek model (access $HDD_ACCESS) through $backing"
+	else
+		echo "$name: $kind on $loop ($mm) at $mnt, $(du -h --apparent-size "$img" | cut -f1) image, limits: $(cg_show_limits "$mm")"
+	fi
 }
 
 # down_disk NAME unmounts, unthrottles and detaches one disk; safe to repeat.
@@ -484,10 +575,12 @@ down_disk() {
 	} | awk 'NF && !seen[$0]++')
 	mnt=$(kv_get "$st" mount)
 	[[ -n $mnt ]] || mnt=$MOUNT_ROOT/kura-$name
+	local backing
+	backing=$(disk_backing "$name")
 	for loop in "${loops[@]}"; do
 		[[ -b $loop ]] || continue
 		# Only a loop still attached to our image is ours to unmount.
-		losetup -j "$(disk_image "$name")" | grep -q "^$loop:" || continue
+		losetup -j "$backing" | grep -q "^$loop:" || continue
 		while read -r t; do
 			[[ -n $t ]] || continue
 			umount "$t" || die "cannot unmount $t (busy? see: fuser -vm $t)"
@@ -500,10 +593,14 @@ down_disk() {
 		cg_clear_limits "$mm"
 	done
 	for loop in "${loops[@]}"; do
-		if losetup -j "$(disk_image "$name")" | grep -q "^$loop:"; then
+		if losetup -j "$backing" | grep -q "^$loop:"; then
 			losetup -d "$loop" || die "cannot detach $loop"
 		fi
 	done
+	# A loop device lets go of its file in the background after detaching.
+	local tries=50
+	while ((tries-- > 0)) && [[ -n $(losetup -j "$backing" 2>/dev/null) ]]; do sleep 0.1; done
+	slowdisk_down "$name"
 	rmdir "$mnt" 2>/dev/null || true
 	rm -f "$st"
 	echo "$name: down"
@@ -596,7 +693,7 @@ cmd_down() {
 	rm -f "$STATE_DIR/cgroup" "$STATE_DIR/config"
 	rm -rf "$STATE_DIR/verify"
 	if ((purge)); then
-		rm -f "$STATE_DIR"/*.img
+		rm -f "$STATE_DIR"/*.img "$STATE_DIR"/kura-slowdisk "$STATE_DIR"/*.slowdisk.log "$STATE_DIR"/*.diskstats
 		rm -rf "$STATE_DIR/runs"
 		rm -f "$STATE_DIR/.lock"
 		rmdir "$STATE_DIR" 2>/dev/null || note "left $STATE_DIR (not empty)"
@@ -635,7 +732,11 @@ cmd_status() {
 		echo "$d: $(kv_get "$st" kind) $loop ($mm) dio=$(cat "/sys/block/$dev/loop/dio" 2>/dev/null || echo ?)" \
 			"read_ahead_kb=$(cat "/sys/block/$dev/queue/read_ahead_kb" 2>/dev/null || echo ?)"
 		echo "    mounted at $mnt: $mounted; $(df -h --output=used,size "$mnt" 2>/dev/null | tail -n 1 | awk '{print $1 " used of " $2}')"
-		echo "    limits: $(cg_show_limits "$mm")"
+		if [[ $(kv_get "$st" model) == seek ]]; then
+			echo "    seek model: $(disk_backing "$d"), server pid $(cat "$STATE_DIR/$d.slowdisk.pid" 2>/dev/null || echo ?); $(cat "$STATE_DIR/$d.diskstats" 2>/dev/null)"
+		else
+			echo "    limits: $(cg_show_limits "$mm")"
+		fi
 		if [[ $CG_MODE == v1 ]]; then
 			echo "    I/Os through the root blkio cgroup since the loop device was created: $(awk -v d="$mm" '$1 == d && ($2 == "Read" || $2 == "Write") { printf "%s %s ", $2, $3 }' "$BLKIO_ROOT/blkio.throttle.io_serviced" 2>/dev/null)"
 		fi
