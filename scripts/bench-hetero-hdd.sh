@@ -17,20 +17,20 @@
 # apiece: the page cache then goes to whichever node reads, as on one machine. The lsm
 # node's caches are anonymous memory the kernel cannot take back: with them at their
 # defaults here the B+tree got less than 160 MiB; shrink them too (HETERO_FLAGS, see
-# docs/benchmarks.md, 2026-11-24). Any variable of bench-hetero.sh can be overridden from the environment. It takes about
+# docs/benchmarks.md, 2026-11-24). KURA_EMU_MODEL=seek gives the HDDs a disk head's
+# timing instead of the block throttle (docs/design/emulated-disks.md), for latencies at a
+# fixed rate. Any variable of bench-hetero.sh can be overridden from the environment. It takes about
 # 35 minutes; the images need about 24 GB of free disk under /var/tmp/kura-disks.
 # docs/benchmarks.md has the results and the reasons for each setting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/hetero-hdd}
 EMU=scripts/emulate-disks.sh
+# `up` is idempotent, and refuses a disk that is up with another model than
+# KURA_EMU_MODEL asks for (emulate-disks.sh: throttle, or seek for a disk head's timing).
 for d in 1 2 3; do
-  if ! findmnt -rn --mountpoint "/mnt/kura-hdd$d" >/dev/null; then
-    KURA_EMU_DISKS="hdd$d" KURA_EMU_SIZE=2G "$EMU" up
-  fi
-  if ! findmnt -rn --mountpoint "/mnt/kura-hdd1$d" >/dev/null; then
-    KURA_EMU_DISKS="hdd1$d" KURA_EMU_SIZE=6G "$EMU" up
-  fi
+  KURA_EMU_DISKS="hdd$d" KURA_EMU_SIZE=2G "$EMU" up >/dev/null
+  KURA_EMU_DISKS="hdd1$d" KURA_EMU_SIZE=6G "$EMU" up >/dev/null
 done
 # Write-ahead logs of an earlier run would be replayed into the new clusters' stores
 # (unless that run's data is reused, REUSE_DATA=1).

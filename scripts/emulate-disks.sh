@@ -515,7 +515,6 @@ up_disk() {
 	local model=throttle backing=$img
 	if [[ $kind == hdd && $MODEL == seek ]]; then
 		model=seek
-		slowdisk_up "$name"
 		backing=$(disk_fuse "$name")/disk
 	elif [[ $MODEL != throttle && $MODEL != seek ]]; then
 		usage_error "KURA_EMU_MODEL must be throttle or seek; got '$MODEL'"
@@ -524,6 +523,7 @@ up_disk() {
 	if [[ -n $loop && $(losetup -n -O BACK-FILE "$loop") != "$backing" ]]; then
 		die "$name is attached as $loop to $(losetup -n -O BACK-FILE "$loop"), not $backing: run '$PROG down' first to change its model"
 	fi
+	[[ $model == seek ]] && slowdisk_up "$name"
 	if [[ -z $loop ]]; then
 		loop=$(losetup --find --show --direct-io=on "$backing") || die "losetup failed for $backing"
 	fi
