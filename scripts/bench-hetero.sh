@@ -35,7 +35,8 @@
 # /mnt/kura-hdd{host}; default a temporary directory). {host} in the wrappers and
 # DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
 # spread over every node of the cluster. RSS of every node is sampled in the middle of
-# each run, and the engines' I/O counters (/proc/PID/io) around each run. After loading,
+# each run, and the engines' I/O counters (/proc/PID/io) around each run (io.txt), and
+# on disks with emulate-disks.sh's seek model, each disk's counts (disks.txt). After loading,
 # the script waits up to HINT_DRAIN seconds (1800) for the hints (deferred asynchronous
 # writes among them) to drain, and logs the hints pending before each run (hints.txt).
 # REPEAT (set, N): run the clusters side by side instead of one after the other: all are
@@ -121,6 +122,15 @@ io_sample() {
       w=$((w + $(awk '/^write_bytes/ {print $2}' "/proc/$c/io" 2>/dev/null || echo 0)))
     done
     echo "$2 pid $p read_bytes $r write_bytes $w"
+  done
+}
+# disk_sample LABEL: the counts of every emulated disk under the seek model
+# (emulate-disks.sh with KURA_EMU_MODEL=seek writes them every second).
+disk_sample() {
+  local f
+  for f in "${KURA_EMU_STATE_DIR:-/var/tmp/kura-disks}"/*.diskstats; do
+    [ -e "$f" ] || continue
+    echo "$1 disk $(basename "$f" .diskstats) $(cat "$f")"
   done
 }
 # stop_clusters: stops every cluster started.
@@ -314,10 +324,12 @@ measure() {
   ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in ${NODE_PIDS[$1]}; do echo "$4 pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
   sampler=$!
   io_sample "$1" "$4 before" >>"$OUT/io.txt"
+  disk_sample "$4 before" >>"$OUT/disks.txt"
   echo "$4 $(date -u +%FT%TZ) before hints_pending $(hints_pending "$1")" >>"$OUT/hints.txt"
   "$KURA" bench run -w "$3" "${c[@]}" ${extra[@]+"${extra[@]}"} --label "$1-$2" --duration "$RUN" --warmup "$WARMUP" \
     --out "$OUT/$4" | sed -n 1p
   io_sample "$1" "$4 after" >>"$OUT/io.txt"
+  disk_sample "$4 after" >>"$OUT/disks.txt"
   wait "$sampler" # not a bare wait: kura dev is a child too
 }
 

@@ -448,16 +448,15 @@ disk_loops() {
 	return 0
 }
 
-# slowdisk_bin prints the kura-slowdisk binary, building it from this repository into
-# the state directory on first use.
+# slowdisk_bin prints the kura-slowdisk binary, built from this repository into the
+# state directory (each time: the build cache makes it quick, and an old binary is never
+# served by mistake).
 slowdisk_bin() {
 	if [[ -n $SLOWDISK ]]; then echo "$SLOWDISK"; return; fi
 	local bin=$STATE_DIR/kura-slowdisk root
 	root=$(dirname "$SELF")/..
-	if [[ ! -x $bin ]]; then
-		command -v go >/dev/null || die "KURA_EMU_MODEL=seek needs go to build kura-slowdisk (or KURA_EMU_SLOWDISK)"
-		(cd "$root" && go build -o "$bin" ./cmd/kura-slowdisk) || die "cannot build kura-slowdisk"
-	fi
+	command -v go >/dev/null || die "KURA_EMU_MODEL=seek needs go to build kura-slowdisk (or KURA_EMU_SLOWDISK)"
+	(cd "$root" && go build -o "$bin" ./cmd/kura-slowdisk) || die "cannot build kura-slowdisk"
 	echo "$bin"
 }
 

@@ -5,7 +5,7 @@
 //	kura-slowdisk --image /var/tmp/kura-disks/hdd.img --mount /var/tmp/kura-disks/fuse-hdd
 //
 // It serves until SIGINT or SIGTERM, then unmounts (detach any loop device first) and
-// prints the modelled disk's counts; --stats writes them to a file every 10 seconds.
+// prints the modelled disk's counts; --stats writes them to a file every second.
 package main
 
 import (
@@ -23,7 +23,7 @@ func main() {
 	var cfg slowdisk.Config
 	image := flag.String("image", "", "image file to serve (must exist)")
 	mount := flag.String("mount", "", "directory to mount it on, as "+slowdisk.FileName)
-	stats := flag.String("stats", "", "file to write the disk's counts to every 10 s")
+	stats := flag.String("stats", "", "file to write the disk's counts to every second")
 	flag.DurationVar(&cfg.Access, "access", slowdisk.DefaultAccess, "seek and rotation time of a request that does not follow the last")
 	flag.Float64Var(&cfg.ReadBytesPerSecond, "read-bps", slowdisk.DefaultReadBytesPerSecond, "read transfer rate, bytes a second")
 	flag.Float64Var(&cfg.WriteBytesPerSecond, "write-bps", slowdisk.DefaultWriteBytesPerSecond, "write transfer rate, bytes a second")
@@ -41,7 +41,7 @@ func main() {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	tick := time.NewTicker(10 * time.Second)
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
