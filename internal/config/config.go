@@ -92,11 +92,14 @@ type Config struct {
 	RequestTimeout    time.Duration `yaml:"request_timeout"`
 	WriteFallback     time.Duration `yaml:"write_fallback_after"`
 	ReadFallback      time.Duration `yaml:"read_fallback_after"`
-	SlowWriteLog      time.Duration `yaml:"slow_write_log"`
-	AsyncWriteTarget  time.Duration `yaml:"async_write_target"`
-	HintWindow        time.Duration `yaml:"hint_window"`
-	HintMaxBytes      int64         `yaml:"hint_max_bytes"`
-	HintsDir          string        `yaml:"hints_dir"`
+	// ReadFallbackPercentile, when above 0, makes a read ask spares once it has waited
+	// longer than this percentile of the coordinator's recent reads, ReadFallback at most.
+	ReadFallbackPercentile float64       `yaml:"read_fallback_percentile"`
+	SlowWriteLog           time.Duration `yaml:"slow_write_log"`
+	AsyncWriteTarget       time.Duration `yaml:"async_write_target"`
+	HintWindow             time.Duration `yaml:"hint_window"`
+	HintMaxBytes           int64         `yaml:"hint_max_bytes"`
+	HintsDir               string        `yaml:"hints_dir"`
 }
 
 // Clustered reports whether the node joins a cluster (gossip_listen is set) rather than
@@ -211,6 +214,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Consistency, "consistency", c.Consistency, "cluster mode: default consistency level of reads and writes: ONE, TWO, QUORUM or ALL")
 	fs.StringVar(&c.ReadRepair, "read-repair", c.ReadRepair, "cluster mode: background (reply with the newest row at once, repair stale replicas after) or blocking (reply once they are repaired)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "cluster mode: how long a coordinator waits for replicas before answering TIMEOUT")
+	fs.Float64Var(&c.ReadFallbackPercentile, "read-fallback-percentile", c.ReadFallbackPercentile, "cluster mode: when above 0, a read asks its spare replicas once it has waited longer than this percentile of the coordinator's reads of the last 2 s (Cassandra's speculative_retry = '95p'), --read-fallback-after at most and until enough reads are counted; 0 uses --read-fallback-after alone")
 	fs.DurationVar(&c.ReadFallback, "read-fallback-after", c.ReadFallback, "cluster mode: how long a read waits for the replicas it asked before it also asks another replica in place of each one that has not answered (Cassandra's speculative retry; engine-aware: the write-optimized replica, when a B+tree read waits on its disk), then goes on with the first answers its level needs; about one read in ten at most (a retry budget), so that saturated disks are not sent more; 0 waits for a failure or the request timeout")
 	fs.DurationVar(&c.WriteFallback, "write-fallback-after", c.WriteFallback, "cluster mode, engine-aware routing: how long a write waits for its synchronous replicas (write-optimized and in-memory) before the read-optimized replica's acknowledgement counts too, as when one of them fails; 0 waits for a failure or the request timeout")
 	fs.DurationVar(&c.SlowWriteLog, "slow-write-log", c.SlowWriteLog, "cluster mode: a coordinated write that takes longer is logged (at most one a second), with when each replica answered and how long the coordinator spent on its own part (local write dispatch, hints); 0 logs none")
@@ -325,6 +329,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
+	}
+	if c.ReadFallbackPercentile < 0 || c.ReadFallbackPercentile >= 100 {
+		return fmt.Errorf("%w: read_fallback_percentile %g (want 0 for off, or above 0 and below 100)", ErrInvalid, c.ReadFallbackPercentile)
+	}
+	if c.ReadFallbackPercentile > 0 && c.ReadFallback == 0 {
+		return fmt.Errorf("%w: read_fallback_percentile needs read_fallback_after above 0 (its cap)", ErrInvalid)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

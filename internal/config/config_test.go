@@ -97,6 +97,8 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-fast-cache-share", "1"},
 		{"--fast-dir", "/ssd", "--fast-budget-bytes", "1000", "--tier-fast-cache-share", "0"},
 		{"--slow-write-log", "-1s"}, {"--read-fallback-after", "-1ms"},
+		{"--read-fallback-percentile", "100"}, {"--read-fallback-percentile", "-5"},
+		{"--read-fallback-percentile", "95", "--read-fallback-after", "0s"},
 		{"--slow-dir", "/hdd"}, {"--tier-count-writes"}, {"--tier-fast-page-cache=false"}, // without a fast one
 		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},

@@ -331,7 +331,11 @@ func (c *clusterNode) newStore() *clusterStore {
 	if _, ok := policy.(coord.LoadAware); ok {
 		load = newLoadTracker(c.lagging)
 	}
-	return &clusterStore{replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
+	var latencies *readLatencies
+	if c.cfg.ReadFallbackPercentile > 0 {
+		latencies = newReadLatencies(c.cfg.ReadFallbackPercentile, c.cfg.ReadFallback)
+	}
+	return &clusterStore{readLatencies: latencies, replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
 		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, readSlowAfter: c.cfg.ReadFallback, load: load, async: c.async, hints: c.hintq,
 		metrics: c.metrics, log: c.log, slow: newSlowWrites(c.cfg.SlowWriteLog, c.log)}
 }

@@ -55,6 +55,8 @@ type clusterStore struct {
 	// readSlowAfter is how long a read waits for the replicas it asked before spares are
 	// asked in place of the late ones (coord.Read.OnSlow); 0 never.
 	readSlowAfter time.Duration
+	// readLatencies, when set, moves readSlowAfter down to a percentile of recent reads.
+	readLatencies *readLatencies
 	// retries bounds the reads retried after readSlowAfter to about a tenth.
 	retries retryBudget
 	// load is what load-aware routing needs (recent writes, peer latencies); nil under
@@ -302,7 +304,11 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	if s.readSlowAfter > 0 {
 		s.retries.earn()
 		if !done {
-			st := getTimer(s.readSlowAfter)
+			after := s.readSlowAfter
+			if s.readLatencies != nil {
+				after = s.readLatencies.threshold()
+			}
+			st := getTimer(after)
 			defer putTimer(st)
 			slow = st.C
 		}
@@ -330,6 +336,10 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 		}
 	}
 	s.metrics.readDone(rd)
+	if s.readLatencies != nil {
+		now := time.Now()
+		s.readLatencies.observe(now, now.Sub(start))
+	}
 	if run.out == 0 {
 		ctx.Release()
 		readRuns.Put(run) // nothing will send on its channel any more
