@@ -47,7 +47,7 @@ func TestReadFallbackThresholdFollowsThePercentileOfRecentReads(t *testing.T) {
 		min, max time.Duration
 	}{
 		{90, time.Millisecond, 1250 * time.Microsecond}, // the 1 ms reads
-		{99, limit, limit},                              // the 50 ms reads, capped
+		{99, limit, limit}, // the 50 ms reads, capped
 	} {
 		l := newReadLatencies(tc.p, limit)
 		if got := l.threshold(); got != limit {
