@@ -129,7 +129,10 @@ func (v *View) Members() []Member {
 
 // Ring builds the token ring from the members that own tokens: normal and leaving ones.
 // Two nodes that joined at once may have picked the same token; the member with the lower
-// ID keeps it, the same way on every node, and the other owns that range no more.
+// ID keeps it, the same way on every node, and the other's token moves to the next free
+// one after it: it then owns a range of one token there, but stays on the ring, and is
+// the next replica of the range it lost (a member whose every token was claimed would
+// otherwise be in no replica set at all, though its status says normal).
 func (v *View) Ring() (*ring.Ring, error) {
 	var nodes []ring.Node
 	claimed := map[ring.Token]bool{}
@@ -139,10 +142,11 @@ func (v *View) Ring() (*ring.Ring, error) {
 		}
 		var tokens []ring.Token
 		for _, t := range m.Tokens {
-			if !claimed[t] {
-				claimed[t] = true
-				tokens = append(tokens, t)
+			for claimed[t] {
+				t++
 			}
+			claimed[t] = true
+			tokens = append(tokens, t)
 		}
 		nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Role: m.Role, Tokens: tokens})
 	}

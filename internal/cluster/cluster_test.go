@@ -75,6 +75,22 @@ func TestRingHoldsNormalAndLeavingMembersOnly(t *testing.T) {
 	if got := r.Primary(10); got != "a" {
 		t.Errorf("token 10 owned by %s, want a (the lower ID)", got)
 	}
+	// The other's token moves just past it: e stays on the ring, owning token 11.
+	if got := r.Primary(11); got != "e" {
+		t.Errorf("token 11 owned by %s, want e (its claimed token moved there)", got)
+	}
+	// A member whose every token was claimed (two nodes joining at once, computing their
+	// tokens from the same ring) is still on the ring, and in replica sets.
+	v.Merge(member("f", 1, Normal, 10, 60))
+	if r, err = v.Ring(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Ownership()["f"]; !ok {
+		t.Fatalf("f, whose tokens a and e hold, is not on the ring: %v", r.Ownership())
+	}
+	if got := r.Primary(12); got != "f" {
+		t.Errorf("token 12 owned by %s, want f (10 taken by a, 11 by e's moved token)", got)
+	}
 }
 
 func TestUpOpinionIsLocalAndSurvivesMerges(t *testing.T) {

@@ -238,15 +238,30 @@ const joinSettle = time.Second
 func (c *clusterNode) waitForEarlierJoiners(limit time.Duration) {
 	time.Sleep(joinSettle)
 	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) && !c.gossip.Settled() { // know everyone's status first
-		time.Sleep(50 * time.Millisecond)
+	settle := func() {
+		for time.Now().Before(deadline) && !c.gossip.Settled() { // know everyone's status first
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
+	settle()
 	nextLog := time.Now().Add(5 * time.Second)
+	resynced := false
 	for time.Now().Before(deadline) {
 		var waitingFor []ring.NodeID
 		for _, m := range c.gossip.Members() {
 			if m.Status == cluster.Joining && m.Up && m.ID < c.self {
 				waitingFor = append(waitingFor, m.ID)
+			}
+		}
+		if len(waitingFor) == 0 && !resynced {
+			// Before deciding alone, pull the seeds' view once more: a node that joined
+			// through them a moment after this one may not have reached it by gossip
+			// yet (on a loaded machine it had not after joinSettle, and both picked the
+			// same tokens from the same ring).
+			resynced = true
+			if _, err := c.gossip.Join(c.cfg.SeedList()); err == nil {
+				settle()
+				continue
 			}
 		}
 		if len(waitingFor) == 0 {
