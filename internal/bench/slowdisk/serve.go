@@ -21,8 +21,6 @@ type Server struct {
 	image *os.File
 	mu    sync.Mutex // guards disk
 	disk  *Disk
-	now   func() time.Time
-	sleep func(time.Duration)
 }
 
 // Serve mounts image (a file that exists) at mountpoint (a directory) and serves it until
@@ -40,7 +38,7 @@ func Serve(image, mountpoint string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slowdisk: %w", err)
 	}
-	s := &Server{image: f, disk: New(cfg), now: time.Now, sleep: time.Sleep}
+	s := &Server{image: f, disk: New(cfg)}
 	root := &fs.Inode{}
 	file := &imageNode{s: s}
 	opts := &fs.Options{
@@ -84,12 +82,10 @@ func (s *Server) Stats() Stats {
 // wait submits a request to the model and sleeps until it completes.
 func (s *Server) wait(off, n int64, write bool) {
 	s.mu.Lock()
-	now := s.now()
+	now := time.Now()
 	done := s.disk.Submit(now, off, n, write)
 	s.mu.Unlock()
-	if d := done.Sub(now); d > 0 {
-		s.sleep(d)
-	}
+	time.Sleep(done.Sub(now))
 }
 
 // imageNode is the served file.
