@@ -148,7 +148,8 @@ func engineOptions(cfg config.Config) catalog.Options {
 			SyncInterval: cfg.SyncInterval,
 		},
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
-		LSMRowCacheBytes:       lsmRowCache(cfg.LSMRowCacheBytes),
+		LSMRowCacheBytes:       rowCache(cfg.LSMRowCacheBytes),
+		BTreeRowCacheBytes:     rowCache(cfg.BTreeRowCacheBytes),
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		LSMWALDir:              cfg.LSMWALDir,
 		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,
@@ -159,9 +160,9 @@ func engineOptions(cfg config.Config) catalog.Options {
 	}
 }
 
-// lsmRowCache maps the configured row cache size, where 0 disables the cache, to the
-// engine's option, where 0 means the default.
-func lsmRowCache(configured int64) int64 {
+// rowCache maps a configured row cache size, where 0 disables the cache, to the engine's
+// option, where 0 means the default.
+func rowCache(configured int64) int64 {
 	if configured == 0 {
 		return -1
 	}

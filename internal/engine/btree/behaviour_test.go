@@ -235,3 +235,51 @@ func scanKeys(t *testing.T, d *DB, lo, hi []byte) [][]byte {
 	}
 	return keys
 }
+
+// The row cache answers repeated reads without bbolt, and a write makes the next read
+// miss and see it; with the cache disabled nothing is counted.
+func TestRowCacheServesRepeatedReadsAndForgetsWrittenKeys(t *testing.T) {
+	d := openTest(t, t.TempDir(), testOptions())
+	if err := d.Apply([]row.Mutation{put("k", "c", "v1", startMicros), put("other", "c", "o", startMicros)}); err != nil {
+		t.Fatal(err)
+	}
+	stats := func() (int64, int64) { s := d.Stats(); return s.RowCacheHits, s.RowCacheMisses }
+	mustGet(t, d, "k", "c", "v1") // miss: read from the file and cached
+	mustGet(t, d, "k", "c", "v1") // hit
+	mustGet(t, d, "k", "c", "v1") // hit
+	if hits, misses := stats(); hits != 2 || misses != 1 {
+		t.Fatalf("after three reads of one key: %d hits, %d misses; want 2, 1", hits, misses)
+	}
+	if _, found, err := d.Get([]byte("absent")); found || err != nil {
+		t.Fatalf("absent key: found=%v err=%v", found, err)
+	}
+	if _, found, err := d.Get([]byte("absent")); found || err != nil { // cached as not found
+		t.Fatalf("absent key, again: found=%v err=%v", found, err)
+	}
+	if hits, misses := stats(); hits != 3 || misses != 2 {
+		t.Fatalf("after two reads of an absent key: %d hits, %d misses; want 3, 2", hits, misses)
+	}
+	if err := d.Apply([]row.Mutation{put("k", "c", "v2", startMicros+1), put("absent", "c", "now", startMicros)}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, d, "k", "c", "v2")
+	mustGet(t, d, "absent", "c", "now")
+	if hits, misses := stats(); hits != 3 || misses != 4 {
+		t.Fatalf("reads after writes of their keys: %d hits, %d misses; want 3, 4 (both missed)", hits, misses)
+	}
+	if s := d.Stats(); s.MemoryBytes < int64(2*len("v2")) {
+		t.Fatalf("memory %d does not count the cached rows", s.MemoryBytes)
+	}
+
+	o := testOptions()
+	o.RowCacheBytes = -1
+	off := openTest(t, t.TempDir(), o)
+	if err := off.Apply([]row.Mutation{put("k", "c", "v", startMicros)}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, off, "k", "c", "v")
+	mustGet(t, off, "k", "c", "v")
+	if s := off.Stats(); s.RowCacheHits != 0 || s.RowCacheMisses != 0 {
+		t.Fatalf("cache disabled: %d hits, %d misses counted", s.RowCacheHits, s.RowCacheMisses)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/rowcache"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -41,7 +42,8 @@ type DB struct {
 	closeErr   error
 	isClosed   atomic.Bool // fast check for Get, which does not take mu
 	rows       atomic.Int64
-	queueBytes atomic.Int64 // bytes of requests waiting in the queue, for Stats
+	cache      *rowcache.Cache // rows read recently; nil when RowCacheBytes < 0
+	queueBytes atomic.Int64    // bytes of requests waiting in the queue, for Stats
 	// syncMu makes a commit wait for a sync in progress (Periodic durability): see sync.
 	syncMu sync.Mutex
 
@@ -50,7 +52,10 @@ type DB struct {
 	syncs   atomic.Int64 // periodic fsyncs run
 }
 
-var _ engine.Engine = (*DB)(nil)
+var (
+	_ engine.Engine = (*DB)(nil)
+	_ engine.Viewer = (*DB)(nil)
+)
 
 // Open opens (creating if needed) the engine stored in dir. It fails with an error wrapping
 // engine.ErrLocked if another DB, in this process or another, has the file open, and with
@@ -66,6 +71,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		iters:    make(map[*iterator]struct{}),
 		queue:    make(chan *request, opts.MaxQueuedRequests),
 		loopDone: make(chan struct{}),
+	}
+	if opts.RowCacheBytes > 0 {
+		d.cache = rowcache.New(opts.RowCacheBytes)
 	}
 	var err error
 	if d.bolt, err = openBolt(d.path, opts); err != nil {
@@ -155,15 +163,84 @@ func (d *DB) Name() string { return "btree" }
 // Role returns engine.ReadOptimized: a read touches one stored version of the row.
 func (d *DB) Role() engine.Role { return engine.ReadOptimized }
 
-// Get returns the stored row under key, decoded into memory the caller owns. It reads in
-// its own bbolt read transaction and never waits for writers.
+// Get returns the stored row under key, decoded into memory the caller owns, from the row
+// cache or else in its own bbolt read transaction; it never waits for writers.
 func (d *DB) Get(key []byte) (row.Row, bool, error) {
+	if err := d.checkGet(key); err != nil {
+		return row.Row{}, false, err
+	}
+	if d.cache != nil {
+		e, gen := d.cache.Get(key)
+		if e != nil {
+			return d.decodeCached(key, e)
+		}
+		r, found, err := d.getStored(key)
+		if err != nil {
+			return row.Row{}, false, err
+		}
+		d.cache.Put(key, gen, &r, found) // encodes r: r stays ours
+		if !found || r.IsEmpty() {
+			return row.Row{}, false, nil
+		}
+		return engine.ReadView(r, d.opts.Clock()), true, nil
+	}
+	r, found, err := d.getStored(key)
+	if err != nil || !found {
+		return row.Row{}, false, err
+	}
+	return engine.ReadView(r, d.opts.Clock()), true, nil
+}
+
+// View implements engine.Viewer: the encoding of a cached row that the read-time purge
+// would leave as it is (no tombstones, nothing expiring) is lent as it is; any other row
+// is read as Get reads it and encoded.
+func (d *DB) View(key []byte, fn func(enc []byte, found bool)) error {
+	if d.cache != nil {
+		if err := d.checkGet(key); err != nil {
+			return err
+		}
+		if e, _ := d.cache.Get(key); e != nil && (!e.Found() || e.Plain()) {
+			fn(e.Enc(), e.Found())
+			return nil
+		}
+	}
+	r, found, err := d.Get(key)
+	if err != nil {
+		return err
+	}
+	if !found {
+		fn(nil, false)
+		return nil
+	}
+	fn(row.Encode(&r), true)
+	return nil
+}
+
+// checkGet rejects a read of an invalid key or of a closed DB.
+func (d *DB) checkGet(key []byte) error {
 	if err := row.ValidateKey(key); err != nil {
-		return row.Row{}, false, fmt.Errorf("btree: get: %w: %w", engine.ErrInvalid, err)
+		return fmt.Errorf("btree: get: %w: %w", engine.ErrInvalid, err)
 	}
 	if d.isClosed.Load() {
-		return row.Row{}, false, fmt.Errorf("btree: get: %w", engine.ErrClosed)
+		return fmt.Errorf("btree: get: %w", engine.ErrClosed)
 	}
+	return nil
+}
+
+// decodeCached decodes a private copy of e's row and applies the read-time view.
+func (d *DB) decodeCached(key []byte, e *rowcache.Entry) (row.Row, bool, error) {
+	if !e.Found() {
+		return row.Row{}, false, nil
+	}
+	r, err := e.Decode()
+	if err != nil { // we encoded it: only a bug gets here
+		return row.Row{}, false, fmt.Errorf("btree: get %.64q: row cache: %w", key, err)
+	}
+	return engine.ReadView(r, d.opts.Clock()), true, nil
+}
+
+// getStored returns the row stored under key, not purged, as a private copy.
+func (d *DB) getStored(key []byte) (row.Row, bool, error) {
 	v, err := d.getRaw(key)
 	if err != nil || v == nil {
 		return row.Row{}, false, err
@@ -172,7 +249,7 @@ func (d *DB) Get(key []byte) (row.Row, bool, error) {
 	if err != nil {
 		return row.Row{}, false, err
 	}
-	return engine.ReadView(r, d.opts.Clock()), true, nil
+	return r, true, nil
 }
 
 // getRaw copies the stored value under key out of bbolt's memory map.
@@ -228,13 +305,19 @@ func (d *DB) sync() error {
 	return d.bolt.Sync()
 }
 
-// Stats reports the file's disk usage, an estimate of the Go memory the engine holds, and the exact
-// row count. MemoryBytes counts bbolt's freelist and the requests waiting to commit; the
-// file's pages live in the OS page cache (through bbolt's memory map), not in the engine's
-// heap, so they are not counted.
+// Stats reports the file's disk usage, an estimate of the Go memory the engine holds, the
+// row cache's hits and misses, and the exact row count. MemoryBytes counts bbolt's
+// freelist, the requests waiting to commit and the row cache; the file's pages live in
+// the OS page cache (through bbolt's memory map), not in the engine's heap, so they are
+// not counted.
 func (d *DB) Stats() engine.Stats {
 	s := engine.Stats{RowsEstimate: d.rows.Load(), Exact: true, DiskBytes: fileBytes(d.path)}
 	s.MemoryBytes = int64(d.bolt.Stats().FreelistInuse) + d.queueBytes.Load()
+	if d.cache != nil {
+		_, cached := d.cache.Size()
+		s.MemoryBytes += cached
+		s.RowCacheHits, s.RowCacheMisses = d.cache.Hits(), d.cache.Misses()
+	}
 	return s
 }
 

@@ -141,6 +141,17 @@ type writer struct {
 func (w *writer) update(reqs []*request) (err error) {
 	var count int64
 	defer guard(&err, panicOnFault())
+	if w.d.cache != nil {
+		// Once the transaction has committed (new read transactions see it) or rolled
+		// back: see rowcache.Cache.
+		defer func() {
+			for _, r := range reqs {
+				for i := range r.batch {
+					w.d.cache.Invalidate(r.batch[i].Key)
+				}
+			}
+		}()
+	}
 	err = w.d.bolt.Update(func(tx *bbolt.Tx) error {
 		b, err := buckets(tx)
 		if err != nil {

@@ -26,6 +26,10 @@ const (
 	// reason): until the file outgrows it, commits never remap, so open iterators never
 	// stall writers.
 	DefaultInitialMmapSize = int(min(8<<30, math.MaxInt))
+	// DefaultRowCacheBytes is the row cache's default capacity: a fraction of what the
+	// lsm engine's gets, because the page cache serves the B+tree's reads too, but enough
+	// to hold a skewed workload's hottest rows a row at a time (see rowcache.Cache).
+	DefaultRowCacheBytes = 64 << 20
 	// DefaultLockTimeout is how long Open waits for bbolt's file lock before giving up
 	// with ErrLocked. bbolt's own default (0) waits forever.
 	DefaultLockTimeout = 100 * time.Millisecond
@@ -47,6 +51,12 @@ type Options struct {
 	// MaxGroupBytes bounds the key and cell bytes one commit group takes from the queue;
 	// default DefaultMaxGroupBytes. A single larger batch still commits alone.
 	MaxGroupBytes int
+	// RowCacheBytes is the capacity of the cache of rows read recently, in front of the
+	// file (see rowcache.Cache); default DefaultRowCacheBytes, negative disables it. It
+	// fills only as rows are read. The OS caches the file a page at a time, and a page
+	// holds a hot row with its cold neighbours, so with data larger than memory the same
+	// memory holds several times more hot rows as a row cache.
+	RowCacheBytes int64
 	// LockTimeout is how long Open waits for another process to release the file;
 	// default DefaultLockTimeout.
 	LockTimeout time.Duration
@@ -84,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.InitialMmapSize <= 0 {
 		o.InitialMmapSize = DefaultInitialMmapSize
+	}
+	if o.RowCacheBytes == 0 {
+		o.RowCacheBytes = DefaultRowCacheBytes
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = DefaultLockTimeout

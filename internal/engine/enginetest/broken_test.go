@@ -91,7 +91,7 @@ type brokenEngine struct {
 	flaw string
 
 	mu    sync.Mutex
-	cache map[string]row.Row // rows handed out by Get, for the get-aliases flaw
+	cache map[string]row.Row // rows handed out by Get, for the get-aliases and stale-cache flaws
 }
 
 func brokenFactory(flaw string) Factory {
@@ -99,14 +99,37 @@ func brokenFactory(flaw string) Factory {
 		if flaw == "ttl-ignored" {
 			o.Clock = func() int64 { return 0 }
 		}
-		return &brokenEngine{Model: NewModel(o), flaw: flaw, cache: make(map[string]row.Row)}, nil
+		b := &brokenEngine{Model: NewModel(o), flaw: flaw, cache: make(map[string]row.Row)}
+		if flaw == "view-unpurged" {
+			return unpurgedViewer{b}, nil
+		}
+		return b, nil
 	}}
 }
 
+// unpurgedViewer lends the stored row's encoding without the read-time view, as an engine
+// lending a cached encoding would if it forgot that tombstones and expiry change what a
+// read returns.
+type unpurgedViewer struct{ *brokenEngine }
+
+func (v unpurgedViewer) View(key []byte, fn func(enc []byte, found bool)) error {
+	v.Model.mu.RLock()
+	r, ok := v.Model.rows[string(key)]
+	var enc []byte
+	if ok {
+		enc = row.Encode(&r)
+	}
+	v.Model.mu.RUnlock()
+	fn(enc, ok)
+	return nil
+}
+
 func (b *brokenEngine) Apply(batch []row.Mutation) error {
-	b.mu.Lock()
-	clear(b.cache)
-	b.mu.Unlock()
+	if b.flaw != "stale-cache" {
+		b.mu.Lock()
+		clear(b.cache)
+		b.mu.Unlock()
+	}
 	if b.flaw == "ignores-row-tombstones" {
 		stripped := make([]row.Mutation, len(batch))
 		for i, m := range batch {
@@ -119,12 +142,15 @@ func (b *brokenEngine) Apply(batch []row.Mutation) error {
 }
 
 func (b *brokenEngine) Get(key []byte) (row.Row, bool, error) {
-	if b.flaw != "get-aliases" {
+	if b.flaw != "get-aliases" && b.flaw != "stale-cache" {
 		return b.Model.Get(key)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if r, ok := b.cache[string(key)]; ok {
+		if b.flaw == "stale-cache" {
+			return r.Clone(), true, nil
+		}
 		return r, true, nil
 	}
 	r, found, err := b.Model.Get(key)
@@ -205,6 +231,8 @@ func TestConformanceFailsBrokenEngines(t *testing.T) {
 		{brokenFactory("iterator-ignores-hi"), "IteratesInKeyOrderWithinBounds"},
 		{brokenFactory("live-iterator"), "IteratorSeesSnapshotAtCreation"},
 		{brokenFactory("get-aliases"), "GetReturnsCallerOwnedRow"},
+		{brokenFactory("stale-cache"), "ReadsNeverGoBackInTime"},
+		{brokenFactory("view-unpurged"), "ViewShowsWhatGetReturns"},
 		{brokenFactory("ttl-ignored"), "ExpiredCellReadsAsTombstone"},
 		{logFactory(logFlaws{forgetOnClose: true}), "DataSurvivesReopen"},
 	} {

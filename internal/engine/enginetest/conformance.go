@@ -36,6 +36,8 @@ func conformanceChecks() []check {
 		{"IteratorSeesSnapshotAtCreation", checkIterSnapshot},
 		{"IteratorKeyAndRowStayValidUntilNext", checkIterStable},
 		{"GetReturnsCallerOwnedRow", checkGetOwned},
+		{"ReadsNeverGoBackInTime", checkReadsNeverGoBack},
+		{"ViewShowsWhatGetReturns", checkViewMatchesGet},
 		{"ApplyCopiesCallerBuffers", checkApplyCopies},
 		{"InvalidBatchAppliesNothing", checkInvalidBatch},
 		{"BatchIsAtomicToReaders", checkBatchAtomic},

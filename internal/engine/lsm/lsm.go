@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/wal"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/rowcache"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -28,6 +29,7 @@ const lockFileName = "KURA.LOCK"
 const (
 	DefaultCacheSizeBytes    = 256 << 20
 	DefaultMemTableSizeBytes = 32 << 20
+	DefaultRowCacheBytes     = 256 << 20
 )
 
 // formatVersion pins pebble's on-disk format instead of following pebble.FormatNewest, so
@@ -46,7 +48,7 @@ type Options struct {
 	MemTableSizeBytes uint64
 	// Logger receives pebble's log lines and background errors; nil discards them.
 	Logger *slog.Logger
-	// RowCacheBytes is the row cache's capacity (see rowCache); default 256 MiB, negative
+	// RowCacheBytes is the row cache's capacity (see rowcache.Cache); default 256 MiB, negative
 	// disables it. It fills only as rows are read.
 	RowCacheBytes int64
 	// WALDir, when set, holds the write-ahead log instead of the data directory: a
@@ -127,7 +129,7 @@ type DB struct {
 
 	syncer    *syncer    // nil unless Durability is Periodic
 	collapser *collapser // nil when CollapseOperands < 0
-	rows      *rowCache  // nil when RowCacheBytes < 0
+	rows      *rowcache.Cache // nil when RowCacheBytes < 0
 
 	// Totals of what Apply wrote, to turn the WAL's size into a number of entries.
 	appliedOps, appliedBytes atomic.Int64
@@ -157,7 +159,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.collapser = newCollapser(db)
 	}
 	if opts.RowCacheBytes > 0 {
-		db.rows = newRowCache(opts.RowCacheBytes)
+		db.rows = rowcache.New(opts.RowCacheBytes)
 	}
 	cache := pebble.NewCache(opts.CacheSizeBytes + memtableReserve(opts))
 	defer cache.Unref() // pebble holds its own reference while open
@@ -345,9 +347,9 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	err := db.pdb.Apply(b, db.wo)
 	if db.rows != nil {
 		// Once the batch is visible (Apply returned), and even if it failed (part of it
-		// may be): see rowCache.
+		// may be): see rowcache.Cache.
 		for i := range batch {
-			db.rows.invalidate(batch[i].Key)
+			db.rows.Invalidate(batch[i].Key)
 		}
 	}
 	if err != nil {
@@ -400,15 +402,15 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 		return db.readView(r, db.opts.Clock())
 	}
 	e, err := db.cached(key)
-	if err != nil || !e.found {
+	if err != nil || !e.Found() {
 		return row.Row{}, false, err
 	}
 	return db.decodeCached(key, e)
 }
 
 // decodeCached decodes a private copy of e's row and applies the read-time view.
-func (db *DB) decodeCached(key []byte, e *rowCacheEntry) (row.Row, bool, error) {
-	r, err := row.Decode(bytes.Clone(e.enc))
+func (db *DB) decodeCached(key []byte, e *rowcache.Entry) (row.Row, bool, error) {
+	r, err := e.Decode()
 	if err != nil { // we encoded it: only a bug gets here
 		return row.Row{}, false, fmt.Errorf("lsm: get %q: row cache: %w", key, err)
 	}
@@ -417,8 +419,8 @@ func (db *DB) decodeCached(key []byte, e *rowCacheEntry) (row.Row, bool, error) 
 
 // cached returns key's row cache entry, reading pebble and filling the cache on a miss.
 // The entry's row is shared: it must not be modified.
-func (db *DB) cached(key []byte) (*rowCacheEntry, error) {
-	e, gen := db.rows.get(key)
+func (db *DB) cached(key []byte) (*rowcache.Entry, error) {
+	e, gen := db.rows.Get(key)
 	if e != nil {
 		return e, nil
 	}
@@ -426,7 +428,7 @@ func (db *DB) cached(key []byte) (*rowCacheEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.rows.put(key, gen, &r, found), nil
+	return db.rows.Put(key, gen, &r, found), nil
 }
 
 // View implements engine.Viewer: the encoding of a row in the row cache that the
@@ -447,10 +449,10 @@ func (db *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 	switch {
 	case err != nil:
 		return err
-	case !e.found:
+	case !e.Found():
 		fn(nil, false)
-	case e.plain:
-		fn(e.enc, true)
+	case e.Plain():
+		fn(e.Enc(), true)
 	default:
 		r, found, err := db.decodeCached(key, e)
 		if err != nil {

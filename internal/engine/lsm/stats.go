@@ -19,8 +19,8 @@ func (db *DB) Stats() engine.Stats {
 	m := db.pdb.Metrics()
 	var rowCacheBytes, hits, misses int64
 	if db.rows != nil {
-		_, rowCacheBytes = db.rows.size()
-		hits, misses = db.rows.hits.Load(), db.rows.misses.Load()
+		_, rowCacheBytes = db.rows.Size()
+		hits, misses = db.rows.Hits(), db.rows.Misses()
 	}
 	var compactionRead int64
 	for i := range m.Levels {

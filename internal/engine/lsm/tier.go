@@ -68,7 +68,7 @@ func (db *DB) Remove(keys [][]byte) error {
 	err := db.pdb.Apply(b, pebble.NoSync)
 	if db.rows != nil {
 		for _, k := range keys {
-			db.rows.invalidate(k)
+			db.rows.Invalidate(k)
 		}
 	}
 	return wrapErr("remove", err)

@@ -1,6 +1,11 @@
-package lsm
+// Package rowcache is a cache of merged rows in front of a storage engine, shared by the
+// lsm and btree engines: a skewed workload reads a few keys most of the time, and caching
+// those rows one by one holds several times more of them in the same memory than a cache
+// of blocks or pages, where each hot row drags its cold neighbours along.
+package rowcache
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -9,33 +14,34 @@ import (
 	"github.com/kuradb/kura/internal/sketch"
 )
 
-// DefaultRowCacheBytes is the row cache's default capacity.
-const DefaultRowCacheBytes = 256 << 20
-
 const (
-	rowCacheShards = 64
-	// rowCacheEntryOverhead approximates an entry's memory beyond its key and encoding:
+	shardCount = 64
+	// entryOverhead approximates an entry's memory beyond its key and encoding:
 	// the entry, its map slot and its clock slot.
-	rowCacheEntryOverhead = 160
+	entryOverhead = 160
 )
 
-// rowCache keeps the decoded, merged rows of keys read recently, in front of pebble.
+// Cache keeps the merged rows of keys read recently, in front of an engine's store.
 //
 // Why an lsm engine wants one: a write is a blind merge operand, so a key's newest entry
 // is usually an operand and pebble's Get cannot stop at it. It must visit every memtable
 // and every level whose files might hold older versions of the key, then merge. That
 // made Get the largest single cost of a cluster read (a quarter of a node's CPU under
-// the papers' read-only workload). Under a skewed workload most reads go to a few keys,
-// and a cache of their merged rows answers them without pebble. RocksDB's row_cache and
-// Cassandra's row cache do the same.
+// the papers' read-only workload). Why a btree engine wants one: its file is cached by
+// the OS a page at a time, and a page of 4 KiB holds a hot row of 1 KB with two or three
+// cold ones, so with data larger than memory the page cache holds a third of the hot rows
+// a row cache of the same size would, and every miss is a disk read. Under a skewed
+// workload most reads go to a few keys, and a cache of their merged rows answers them
+// without the store. RocksDB's row_cache and Cassandra's row cache do the same.
 //
-// Coherence: Apply invalidates every key of its batch once the batch is visible (after
-// pebble's commit). A Get that misses notes its shard's generation before reading pebble
-// and inserts what it read only if the generation has not moved since: any invalidation
-// in the shard in between (which could be of this key, applied after the read) makes it
-// drop the insert. So the cache never holds a row older than what pebble would return.
-// Rows are cached as stored, before the read-time purge; Get purges a copy at the time of
-// the read, so a cached row's cells still expire on time.
+// Coherence: the engine calls Invalidate for every key of a batch once the batch is
+// visible to readers (after its commit). A read that misses notes its shard's generation
+// (Get returns it) before reading the store and inserts what it read (Put) only if the
+// generation has not moved since: any invalidation in the shard in between (which could
+// be of this key, applied after the read) makes it drop the insert. So the cache never
+// holds a row older than what the store would return. Rows are cached as stored, before
+// the read-time purge; readers purge a copy at the time of the read, so a cached row's
+// cells still expire on time.
 //
 // Entries hold the row's encoding (row.AppendEncode), not the decoded row: a byte slice
 // the garbage collector need not scan (a cache of decoded rows is a heap of small
@@ -50,25 +56,26 @@ const (
 // keys read often. A new entry takes its victim's slot behind the hand, so that it gets a
 // whole turn of the clock before it can be evicted. In the 3-node read-only benchmark
 // with a 64 MiB cache (about half the rows) the hit rate went from 0.80 to 0.84.
-type rowCache struct {
+type Cache struct {
 	seed   maphash.Seed
-	shards [rowCacheShards]rowCacheShard
+	shards [shardCount]shard
 
 	hits, misses atomic.Int64
 }
 
-type rowCacheShard struct {
+type shard struct {
 	mu      sync.Mutex
 	gen     uint64 // bumped by every invalidation
-	entries map[string]*rowCacheEntry
-	clock   []*rowCacheEntry // CLOCK ring; an entry knows its index
+	entries map[string]*Entry
+	clock   []*Entry // CLOCK ring; an entry knows its index
 	hand    int
 	bytes   int64
 	limit   int64
 	freq    *sketch.Frequency // recent lookups per key hash, for admission
 }
 
-type rowCacheEntry struct {
+// Entry is a cached row, shared by every reader: it must not be modified.
+type Entry struct {
 	key   string
 	enc   []byte // the row's encoding; never modified once cached; nil when not found
 	found bool   // a row with something in it is stored
@@ -78,37 +85,38 @@ type rowCacheEntry struct {
 	idx   int  // position in clock
 }
 
-func newRowCache(capacity int64) *rowCache {
-	c := &rowCache{seed: maphash.MakeSeed()}
+// New returns an empty cache that holds up to capacity bytes (an estimate of each entry's
+// memory, overhead included).
+func New(capacity int64) *Cache {
+	c := &Cache{seed: maphash.MakeSeed()}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.entries = make(map[string]*rowCacheEntry)
-		s.limit = capacity / rowCacheShards
+		s.entries = make(map[string]*Entry)
+		s.limit = capacity / shardCount
 		// Eight counters per entry of 256-byte rows (more for larger rows), in 1/64 of the
 		// capacity. The window between halvings follows the number of entries (see put).
-		s.freq = sketch.New(int(s.limit/rowCacheBytesPerCounter), rowCacheMinSample)
+		s.freq = sketch.New(int(s.limit/bytesPerCounter), minSample)
 	}
 	return c
 }
 
 const (
-	// rowCacheBytesPerCounter sizes each shard's frequency sketch from its capacity.
-	rowCacheBytesPerCounter = 32
+	// bytesPerCounter sizes each shard's frequency sketch from its capacity.
+	bytesPerCounter = 32
 	// Lookups between halvings of the sketch: TinyLFU's ten per entry, at least 640.
-	rowCacheSamplePerEntry = 10
-	rowCacheMinSample      = 640
+	samplePerEntry = 10
+	minSample      = 640
 )
 
-// shard returns key's shard and hash (for the shard's sketch).
-func (c *rowCache) shard(key []byte) (*rowCacheShard, uint64) {
+// shardOf returns key's shard and hash (for the shard's sketch).
+func (c *Cache) shardOf(key []byte) (*shard, uint64) {
 	h := maphash.Bytes(c.seed, key)
-	return &c.shards[h%rowCacheShards], h
+	return &c.shards[h%shardCount], h
 }
 
-// get returns key's cached row (which the caller must not modify) and whether it was
-// cached; on a miss it returns the generation to give put.
-func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
-	s, h := c.shard(key)
+// Get returns key's cached entry, or nil and the generation to give Put on a miss.
+func (c *Cache) Get(key []byte) (e *Entry, gen uint64) {
+	s, h := c.shardOf(key)
 	s.mu.Lock()
 	s.freq.Add(h)
 	e, ok := s.entries[string(key)]
@@ -124,21 +132,21 @@ func (c *rowCache) get(key []byte) (e *rowCacheEntry, gen uint64) {
 	return e, 0
 }
 
-// put caches r as key's row, read from pebble after get returned gen, unless the shard
-// was invalidated since, the row is too large to be worth a slot, or the shard is full
-// and the key CLOCK would evict was read at least as often of late (TinyLFU admission).
-// It returns the entry for r whether or not it was cached. An empty row is cached as not found, which is what
-// Get makes of it.
-func (c *rowCache) put(key []byte, gen uint64, r *row.Row, found bool) *rowCacheEntry {
-	e := &rowCacheEntry{key: string(key), found: found && !r.IsEmpty(), plain: r.Deleted == 0}
+// Put caches r as key's row, read from the store after Get returned gen, unless the
+// shard was invalidated since, the row is too large to be worth a slot, or the shard is
+// full and the key CLOCK would evict was read at least as often of late (TinyLFU
+// admission). It returns the entry for r whether or not it was cached. An empty row is
+// cached as not found, which is what a read makes of it.
+func (c *Cache) Put(key []byte, gen uint64, r *row.Row, found bool) *Entry {
+	e := &Entry{key: string(key), found: found && !r.IsEmpty(), plain: r.Deleted == 0}
 	if e.found {
 		e.enc = row.AppendEncode(make([]byte, 0, row.EncodedSize(r)), r)
 		for i := range r.Cells {
 			e.plain = e.plain && !r.Cells[i].Tombstone && r.Cells[i].ExpiresAt == 0
 		}
 	}
-	e.size = int64(rowCacheEntryOverhead + len(key) + len(e.enc))
-	s, h := c.shard(key)
+	e.size = int64(entryOverhead + len(key) + len(e.enc))
+	s, h := c.shardOf(key)
 	if e.size > s.limit/4 {
 		return e
 	}
@@ -168,17 +176,17 @@ func (c *rowCache) put(key []byte, gen uint64, r *row.Row, found bool) *rowCache
 	}
 	s.entries[e.key] = e
 	s.bytes += e.size
-	s.freq.SetSample(max(rowCacheSamplePerEntry*len(s.entries), rowCacheMinSample))
+	s.freq.SetSample(max(samplePerEntry*len(s.entries), minSample))
 	for s.bytes > s.limit && len(s.clock) > 1 { // e is larger than the row it replaced
 		s.evictOther(e)
 	}
 	return e
 }
 
-// invalidate forgets key and bumps its shard's generation, so that a read that started
-// before cannot cache what it read.
-func (c *rowCache) invalidate(key []byte) {
-	s, _ := c.shard(key)
+// Invalidate forgets key and bumps its shard's generation, so that a read that started
+// before cannot cache what it read. Call it once a write of key is visible to readers.
+func (c *Cache) Invalidate(key []byte) {
+	s, _ := c.shardOf(key)
 	s.mu.Lock()
 	s.gen++
 	if e, ok := s.entries[string(key)]; ok {
@@ -190,7 +198,7 @@ func (c *rowCache) invalidate(key []byte) {
 // victim advances the hand to the first entry not read since its last pass (clearing the
 // read marks it passes) and returns it: the entry to evict next. s.mu is held;
 // s.clock is not empty.
-func (s *rowCacheShard) victim() *rowCacheEntry {
+func (s *shard) victim() *Entry {
 	for {
 		if s.hand >= len(s.clock) {
 			s.hand = 0
@@ -207,7 +215,7 @@ func (s *rowCacheShard) victim() *rowCacheEntry {
 // evictOther removes the first victim that is not keep. s.mu is held; s.clock holds keep
 // and another entry, so that the hand, passing keep each time it lands on it, finds one
 // within two turns.
-func (s *rowCacheShard) evictOther(keep *rowCacheEntry) {
+func (s *shard) evictOther(keep *Entry) {
 	for {
 		v := s.victim()
 		if v != keep {
@@ -219,7 +227,7 @@ func (s *rowCacheShard) evictOther(keep *rowCacheEntry) {
 }
 
 // remove drops e from the map and the clock (the last entry takes its slot). s.mu is held.
-func (s *rowCacheShard) remove(e *rowCacheEntry) {
+func (s *shard) remove(e *Entry) {
 	delete(s.entries, e.key)
 	last := len(s.clock) - 1
 	moved := s.clock[last]
@@ -230,8 +238,8 @@ func (s *rowCacheShard) remove(e *rowCacheEntry) {
 	s.bytes -= e.size
 }
 
-// size returns the entries and bytes cached.
-func (c *rowCache) size() (entries int, bytes int64) {
+// Size returns the entries and bytes cached.
+func (c *Cache) Size() (entries int, bytes int64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -241,3 +249,23 @@ func (c *rowCache) size() (entries int, bytes int64) {
 	}
 	return entries, bytes
 }
+
+// Hits returns how many lookups found their key cached.
+func (c *Cache) Hits() int64 { return c.hits.Load() }
+
+// Misses returns how many lookups did not.
+func (c *Cache) Misses() int64 { return c.misses.Load() }
+
+// Enc returns the row's encoding (row.AppendEncode), nil when not found. It is shared:
+// the caller must not modify it.
+func (e *Entry) Enc() []byte { return e.enc }
+
+// Found reports whether a row with something in it is stored.
+func (e *Entry) Found() bool { return e.found }
+
+// Plain reports whether the row has no tombstones and no expiring cells, so that the
+// read-time purge leaves it as it is and its encoding can be lent as what a read returns.
+func (e *Entry) Plain() bool { return e.plain }
+
+// Decode returns a private copy of the row.
+func (e *Entry) Decode() (row.Row, error) { return row.Decode(bytes.Clone(e.enc)) }
