@@ -31,7 +31,9 @@
 # nodes then share that memory as one machine's processes do), REUSE_DATA (set: keep
 # the data directories of an earlier run, and skip the load of a cluster that finished
 # loading there; a failed run keeps its data), MEMORY_NODE_WRAPPER (the same for in-memory
-# nodes only, which need room for their whole share) and DATA_ROOT (where the nodes' data directories go, e.g.
+# nodes only, which need room for their whole share), BTREE_NODE_WRAPPER (the same for the
+# heterogeneous cluster's btree nodes only, e.g. a larger GOMEMLIMIT for a row cache,
+# --btree-row-cache-bytes) and DATA_ROOT (where the nodes' data directories go, e.g.
 # /mnt/kura-hdd{host}; default a temporary directory). {host} in the wrappers and
 # DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
 # spread over every node of the cluster. RSS of every node is sampled in the middle of
@@ -81,6 +83,7 @@ dev_flags() {
   [ "$1" = load-aware ] && echo "--server-flag=--routing=load-aware"
   [ -n "$wrapper" ] && echo "--node-wrapper=$wrapper"
   [ -n "${MEMORY_NODE_WRAPPER:-}" ] && echo "--node-wrapper=memory=$MEMORY_NODE_WRAPPER"
+  [ "$1" != homogeneous ] && [ -n "${BTREE_NODE_WRAPPER:-}" ] && echo "--node-wrapper=btree=$BTREE_NODE_WRAPPER"
   return 0
 }
 

@@ -436,16 +436,25 @@ disk_backing() {
 	if [[ $(kv_get "$(disk_state "$1")" model) == seek ]]; then echo "$(disk_fuse "$1")/disk"; else disk_image "$1"; fi
 }
 
+# loops_backed_by FILE prints the loop devices attached to FILE. It compares names, as
+# `losetup -j` does not: that stats FILE, which fails once a seek model's daemon has died
+# (killed with the session that started it) and left its mount unanswering, and then the
+# loop could never be found to take it down.
+loops_backed_by() {
+	losetup -ln -O NAME,BACK-FILE 2>/dev/null |
+		awk -v f="$1" '{ n = $1; sub(/^[^ ]+ +/, ""); sub(/ \(deleted\)$/, ""); if ($0 == f) print n }'
+}
+
+# loop_backed_by LOOP FILE: whether LOOP is attached to FILE (by name, as above).
+loop_backed_by() {
+	loops_backed_by "$2" | grep -qx -- "$1"
+}
+
 # disk_loops NAME prints the loop devices attached to NAME's image, directly or through
 # the seek model.
 disk_loops() {
-	local img f
-	img=$(disk_image "$1")
-	[[ -e $img ]] || return 0
-	losetup -j "$img" | cut -d: -f1
-	f=$(disk_fuse "$1")/disk
-	if findmnt -rn --mountpoint "$(disk_fuse "$1")" >/dev/null 2>&1; then losetup -j "$f" | cut -d: -f1; fi
-	return 0
+	loops_backed_by "$(disk_image "$1")"
+	loops_backed_by "$(disk_fuse "$1")/disk"
 }
 
 # slowdisk_bin prints the kura-slowdisk binary, built from this repository into the
@@ -494,7 +503,12 @@ slowdisk_down() {
 		while ((tries-- > 0)) && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 		kill -0 "$pid" 2>/dev/null && die "kura-slowdisk ($pid) did not stop; see $STATE_DIR/$name.slowdisk.log"
 	fi
-	findmnt -rn --mountpoint "$(disk_fuse "$name")" >/dev/null 2>&1 && umount "$(disk_fuse "$name")"
+	# A mount whose daemon died cannot be unmounted normally ("transport endpoint is not
+	# connected"); its loop device is detached by now, so nothing uses it.
+	if findmnt -rn --mountpoint "$(disk_fuse "$name")" >/dev/null 2>&1; then
+		umount "$(disk_fuse "$name")" 2>/dev/null || umount -l "$(disk_fuse "$name")" ||
+			die "cannot unmount $(disk_fuse "$name")"
+	fi
 	rm -f "$pidf"
 	rmdir "$(disk_fuse "$name")" 2>/dev/null || true
 }
@@ -579,7 +593,7 @@ down_disk() {
 	for loop in "${loops[@]}"; do
 		[[ -b $loop ]] || continue
 		# Only a loop still attached to our image is ours to unmount.
-		losetup -j "$backing" | grep -q "^$loop:" || continue
+		loop_backed_by "$loop" "$backing" || continue
 		while read -r t; do
 			[[ -n $t ]] || continue
 			umount "$t" || die "cannot unmount $t (busy? see: fuser -vm $t)"
@@ -592,13 +606,13 @@ down_disk() {
 		cg_clear_limits "$mm"
 	done
 	for loop in "${loops[@]}"; do
-		if losetup -j "$backing" | grep -q "^$loop:"; then
+		if loop_backed_by "$loop" "$backing"; then
 			losetup -d "$loop" || die "cannot detach $loop"
 		fi
 	done
 	# A loop device lets go of its file in the background after detaching.
 	local tries=50
-	while ((tries-- > 0)) && [[ -n $(losetup -j "$backing" 2>/dev/null) ]]; do sleep 0.1; done
+	while ((tries-- > 0)) && [[ -n $(loops_backed_by "$backing") ]]; do sleep 0.1; done
 	slowdisk_down "$name"
 	rmdir "$mnt" 2>/dev/null || true
 	rm -f "$st"
