@@ -150,6 +150,7 @@ func engineOptions(cfg config.Config) catalog.Options {
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
 		LSMRowCacheBytes:       rowCache(cfg.LSMRowCacheBytes),
 		BTreeRowCacheBytes:     rowCache(cfg.BTreeRowCacheBytes),
+		BTreeCommitDelay:       cfg.BTreeCommitDelay,
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		LSMWALDir:              cfg.LSMWALDir,
 		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,

@@ -122,6 +122,76 @@ func TestGroupCommitSharesOneTransaction(t *testing.T) {
 	}
 }
 
+// With a commit delay the committer holds a group open until the delay ends, taking the
+// requests that arrive meanwhile, and commits at once when the group is full.
+func TestCommitDelayGathersRequestsUntilItEnds(t *testing.T) {
+	type delay struct {
+		end  chan time.Time // the test ends the delay
+		gone chan struct{}  // the test lets the committer go on to gather the group
+	}
+	delays := make(chan delay, 4)
+	var sizes []int
+	var mu sync.Mutex
+	o := testOptions()
+	o.CommitDelay = time.Hour // never ends by itself: the test ends it
+	o.MaxGroupMutations = 3
+	o.commitTimer = func(time.Duration) <-chan time.Time {
+		dl := delay{end: make(chan time.Time, 1), gone: make(chan struct{})}
+		delays <- dl
+		<-dl.gone
+		return dl.end
+	}
+	o.beforeCommit = func(group []*request) {
+		mu.Lock()
+		sizes = append(sizes, len(group))
+		mu.Unlock()
+	}
+	d := openTest(t, t.TempDir(), o)
+
+	first := applyAsync(d, put("a", "c", "v", 1))
+	dl := <-delays // the committer took "a" and is about to wait for company
+	second := applyAsync(d, put("b", "c", "v", 1))
+	waitQueued(t, d, 1)
+	close(dl.gone)
+	for len(d.queue) > 0 { // only the committer takes from the queue: "b" joins the group
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	for i, ch := range []chan error{first, second} {
+		select {
+		case err := <-ch:
+			t.Fatalf("Apply %d returned (%v) before the delay ended", i, err)
+		default:
+		}
+	}
+	dl.end <- time.Now()
+	for i, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+
+	// A group that fills up commits without waiting for the delay to end.
+	full := []chan error{applyAsync(d, put("c", "c", "v", 1))}
+	dl = <-delays
+	full = append(full, applyAsync(d, put("d", "c", "v", 1)), applyAsync(d, put("e", "c", "v", 1)))
+	waitQueued(t, d, 2)
+	close(dl.gone)
+	for i, ch := range full {
+		if err := <-ch; err != nil {
+			t.Fatalf("apply %d of the full group: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(sizes) != "[2 3]" {
+		t.Fatalf("group sizes %v, want [2 3]", sizes)
+	}
+	if got := d.commits.Load(); got != 2 {
+		t.Fatalf("5 Apply calls took %d transactions, want 2", got)
+	}
+}
+
 func TestGroupCommitRespectsMutationLimit(t *testing.T) {
 	g := newGate()
 	o := testOptions()
