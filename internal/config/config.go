@@ -41,16 +41,15 @@ type Config struct {
 	TombstoneGrace  time.Duration `yaml:"tombstone_grace"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
-	LSMCacheSizeBytes    int64         `yaml:"lsm_cache_size_bytes"`
-	LSMRowCacheBytes     int64         `yaml:"lsm_row_cache_bytes"`
-	LSMMemTableSizeBytes int64         `yaml:"lsm_memtable_size_bytes"`
-	LSMWALDir            string        `yaml:"lsm_wal_dir"`
-	LSMWALFailoverDir    string        `yaml:"lsm_wal_failover_dir"`
-	LSMSecondDir         string        `yaml:"lsm_second_dir"`
-	LSMSecondDirPolicy   string        `yaml:"lsm_second_dir_policy"`
-	BTreeDir             string        `yaml:"btree_dir"`
-	BTreeRowCacheBytes   int64         `yaml:"btree_row_cache_bytes"`
-	BTreeCommitDelay     time.Duration `yaml:"btree_commit_delay"`
+	LSMCacheSizeBytes    int64  `yaml:"lsm_cache_size_bytes"`
+	LSMRowCacheBytes     int64  `yaml:"lsm_row_cache_bytes"`
+	LSMMemTableSizeBytes int64  `yaml:"lsm_memtable_size_bytes"`
+	LSMWALDir            string `yaml:"lsm_wal_dir"`
+	LSMWALFailoverDir    string `yaml:"lsm_wal_failover_dir"`
+	LSMSecondDir         string `yaml:"lsm_second_dir"`
+	LSMSecondDirPolicy   string `yaml:"lsm_second_dir_policy"`
+	BTreeDir             string `yaml:"btree_dir"`
+	BTreeRowCacheBytes   int64  `yaml:"btree_row_cache_bytes"`
 
 	FastDir                string        `yaml:"fast_dir"`
 	SlowDir                string        `yaml:"slow_dir"`
@@ -184,7 +183,6 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
 	fs.StringVar(&c.BTreeDir, "btree-dir", c.BTreeDir, "btree engine: directory of the B+tree file instead of the data directory, e.g. on a disk the node does not share with a write-optimized node of the same host (its random page writes would take that node's flushes' I/O); one per node. The node refuses to start if the data directory holds a B+tree file already")
 	fs.Int64Var(&c.BTreeRowCacheBytes, "btree-row-cache-bytes", c.BTreeRowCacheBytes, "btree engine: capacity of the cache of rows read recently, in front of the B+tree file; the OS caches the file a page at a time, a page holding a hot row with its cold neighbours, so with data larger than memory the same memory holds several times more hot rows as a row cache; it fills only as rows are read; 0 disables it")
-	fs.DurationVar(&c.BTreeCommitDelay, "btree-commit-delay", c.BTreeCommitDelay, "btree engine: how long a commit waits after its first write for more to share its transaction; every commit rewrites the pages from the root to each leaf it changes, its freelist and its meta page, so on a disk-bound asynchronous replica fewer, larger commits dirty fewer pages; each write waits up to this much more; 0: no wait")
 	fs.StringVar(&c.LSMSecondDir, "lsm-second-dir", c.LSMSecondDir, "lsm engine: a second directory (on another device) for some of the sstables, chosen by --lsm-second-dir-policy: the whole-file placements tiered storage (--fast-dir) is compared with")
 	fs.StringVar(&c.LSMSecondDirPolicy, "lsm-second-dir-policy", c.LSMSecondDirPolicy, "lsm engine: free-space (each new sstable in the data or the second directory with probability proportional to the free space of its device, Cassandra's rule for several data directories) or lower-levels (sstables of the two lowest levels in the second directory, pebble's placement for a slower store)")
 	fs.StringVar(&c.FastDir, "fast-dir", c.FastDir, "lsm engine, tiered storage: directory on the fast device (an SSD) for the rows read most; setting it splits the engine into a fast and a slow store and starts moving rows between them by their reads (needs --fast-budget-bytes)")
@@ -332,7 +330,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.BTreeCommitDelay < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	if c.ReadFallbackPercentile < 0 || c.ReadFallbackPercentile >= 100 {

@@ -150,7 +150,6 @@ func engineOptions(cfg config.Config) catalog.Options {
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
 		LSMRowCacheBytes:       rowCache(cfg.LSMRowCacheBytes),
 		BTreeRowCacheBytes:     rowCache(cfg.BTreeRowCacheBytes),
-		BTreeCommitDelay:       cfg.BTreeCommitDelay,
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		LSMWALDir:              cfg.LSMWALDir,
 		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,

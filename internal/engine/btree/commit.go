@@ -3,7 +3,6 @@ package btree
 import (
 	"bytes"
 	"fmt"
-	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -21,13 +20,6 @@ import (
 // transaction, answers them all, and starts again. While a commit (and its fsync) runs, new
 // requests pile up in the queue and form the next group, so the group size adapts to the
 // load: 1 for a lone writer (no added latency), many under contention (one fsync shared).
-//
-// Options.CommitDelay (off by default) makes the committer wait that long after the first
-// request of a group for company, as PostgreSQL's commit_delay does. It is for a B+tree
-// whose writes are asynchronous replicas' and whose disk is the limit: every commit
-// rewrites the path from the root to each leaf it changes, the freelist and the meta
-// page, copy-on-write, so ten commits of one write each dirty several times the pages one
-// commit of ten writes does, and each dirty page is a random write at the next sync.
 
 // request is one Apply call waiting for the committer.
 type request struct {
@@ -86,11 +78,7 @@ func (d *DB) commitLoop() {
 	w := &writer{d: d}
 	var group []*request
 	for first := range d.queue {
-		var wait <-chan time.Time
-		if d.opts.CommitDelay > 0 {
-			wait = d.opts.commitTimer(d.opts.CommitDelay)
-		}
-		group = d.fillGroup(append(group[:0], first), wait)
+		group = d.fillGroup(append(group[:0], first))
 		if d.opts.beforeCommit != nil {
 			d.opts.beforeCommit(group)
 		}
@@ -102,33 +90,21 @@ func (d *DB) commitLoop() {
 	}
 }
 
-// fillGroup adds queued requests to group until the group reaches its limits or, with
-// wait nil, the queue is empty: it never waits then. With wait set (Options.CommitDelay),
-// it also takes requests that arrive until wait fires, then what is queued at that moment.
-func (d *DB) fillGroup(group []*request, wait <-chan time.Time) []*request {
+// fillGroup adds already-queued requests to group until the queue is empty or the group
+// reaches its limits. It never waits.
+func (d *DB) fillGroup(group []*request) []*request {
 	muts, size := len(group[0].batch), group[0].bytes
 	for muts < d.opts.MaxGroupMutations && size < int64(d.opts.MaxGroupBytes) {
-		var r *request
-		var ok bool
-		if wait == nil {
-			select {
-			case r, ok = <-d.queue:
-			default:
+		select {
+		case r, ok := <-d.queue:
+			if !ok {
 				return group
 			}
-		} else {
-			select {
-			case r, ok = <-d.queue:
-			case <-wait:
-				wait = nil
-				continue
-			}
-		}
-		if !ok {
+			group = append(group, r)
+			muts, size = muts+len(r.batch), size+r.bytes
+		default:
 			return group
 		}
-		group = append(group, r)
-		muts, size = muts+len(r.batch), size+r.bytes
 	}
 	return group
 }

@@ -57,10 +57,6 @@ type Options struct {
 	// holds a hot row with its cold neighbours, so with data larger than memory the same
 	// memory holds several times more hot rows as a row cache.
 	RowCacheBytes int64
-	// CommitDelay, when positive, makes the committer wait this long after a group's first
-	// request for more before it commits (see commit.go): fewer, larger transactions,
-	// each Apply waiting up to CommitDelay more. Default 0: no wait.
-	CommitDelay time.Duration
 	// LockTimeout is how long Open waits for another process to release the file;
 	// default DefaultLockTimeout.
 	LockTimeout time.Duration
@@ -83,8 +79,6 @@ type Options struct {
 	beforeCommit func(group []*request)
 	// duringSync, set only by this package's tests, runs while a sync holds off commits.
 	duringSync func()
-	// commitTimer returns the channel that ends a CommitDelay; tests replace time.After.
-	commitTimer func(time.Duration) <-chan time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -103,9 +97,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RowCacheBytes == 0 {
 		o.RowCacheBytes = DefaultRowCacheBytes
-	}
-	if o.commitTimer == nil {
-		o.commitTimer = time.After
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = DefaultLockTimeout

@@ -31,8 +31,6 @@ type Options struct {
 	// BTreeRowCacheBytes is the btree engine's row cache (0: the engine's default,
 	// negative: none).
 	BTreeRowCacheBytes int64
-	// BTreeCommitDelay is the btree engine's btree.Options.CommitDelay (0: none).
-	BTreeCommitDelay time.Duration
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
 	// Logger receives engines' own log lines (the lsm engine's: pebble's write stalls,
@@ -85,7 +83,7 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 		}
 		return lsm.Open(dir, lsmOptions(o, o.Options, 1, 1))
 	case "btree":
-		return btree.Open(dir, btree.Options{Options: o.Options, RowCacheBytes: o.BTreeRowCacheBytes, CommitDelay: o.BTreeCommitDelay})
+		return btree.Open(dir, btree.Options{Options: o.Options, RowCacheBytes: o.BTreeRowCacheBytes})
 	case "memory":
 		mo := memory.Options{Options: o.Options, SnapshotInterval: o.MemorySnapshotInterval}
 		if o.MemorySnapshot {
