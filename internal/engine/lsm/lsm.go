@@ -127,8 +127,8 @@ type DB struct {
 	itersMu sync.Mutex
 	iters   map[*iterator]struct{} // open iterators, closed by Close
 
-	syncer    *syncer    // nil unless Durability is Periodic
-	collapser *collapser // nil when CollapseOperands < 0
+	syncer    *syncer         // nil unless Durability is Periodic
+	collapser *collapser      // nil when CollapseOperands < 0
 	rows      *rowcache.Cache // nil when RowCacheBytes < 0
 
 	// Totals of what Apply wrote, to turn the WAL's size into a number of entries.
