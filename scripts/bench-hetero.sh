@@ -9,7 +9,10 @@
 #
 # Environment: RECORDS (100000), THREADS (40, the paper's Fig. 7), RUN (20s), WARMUP (30s),
 # RATE (1000: the fixed request rate of the latency runs, the paper's Figs. 5 and 6; it
-# must be one both clusters sustain), PHASES ("throughput latency"), WORKLOADS (the
+# must be one both clusters sustain), PHASES ("throughput latency"; "warm" runs WARM_OPS
+# (40000) read-only operations in a closed loop, unmeasured, so that every cluster's
+# caches have seen the same reads before the phases after it, however fast it is; a
+# throughput phase warms a faster cluster more), WORKLOADS (the
 # papers' four: "write-only write-heavy read-heavy read-only"), BASE_PORT (27380),
 # RECORD (string: each record one string value, written blind with SET as Cassandra's
 # inserts were in the paper, and updates write all fields; hash: HSET, which reads the key
@@ -38,7 +41,8 @@
 # DATA_ROOT stands for the host's number (kura dev --data-dir). Client connections are
 # spread over every node of the cluster. RSS of every node is sampled in the middle of
 # each run, and the engines' I/O counters (/proc/PID/io) around each run (io.txt), and
-# on disks with emulate-disks.sh's seek model, each disk's counts (disks.txt). After loading,
+# on disks with emulate-disks.sh's seek model, each disk's counts (disks.txt), and the
+# coordinators' replica requests by role and fallbacks (metrics.txt). After loading,
 # the script waits up to HINT_DRAIN seconds (1800) for the hints (deferred asynchronous
 # writes among them) to drain, and logs the hints pending before each run (hints.txt).
 # REPEAT (set, N): run the clusters side by side instead of one after the other: all are
@@ -62,6 +66,7 @@ WARMUP=${WARMUP:-30s}
 HINT_DRAIN=${HINT_DRAIN:-1800}
 RATE=${RATE:-1000}
 PHASES=${PHASES:-throughput latency}
+WARM_OPS=${WARM_OPS:-40000}
 CLUSTERS=${CLUSTERS:-homogeneous heterogeneous}
 RECORD=${RECORD:-string}
 ROUTE=${ROUTE:-node}
@@ -135,6 +140,15 @@ disk_sample() {
     [ -e "$f" ] || continue
     echo "$1 disk $(basename "$f" .diskstats) $(cat "$f")"
   done
+}
+# coord_sample CLUSTER LABEL: the replica requests its coordinators sent, by method and
+# role, the fallbacks they took and the read retries their budget denied, summed over
+# the cluster's nodes (metrics.txt), so that a run shows where its reads and writes went.
+coord_sample() {
+  local a
+  while read -r a; do curl -s --max-time 5 "http://$a/metrics"; done < <(admin_addrs "$1") |
+    awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_denied)_total/ { s[$1] += $2 }
+      END { for (k in s) if (s[k] > 0) printf "%s %s %d\n", l, k, s[k] }' | sort
 }
 # stop_clusters: stops every cluster started.
 stop_clusters() {
@@ -320,19 +334,22 @@ settle() {
 
 # measure CLUSTER PHASE WORKLOAD DIR: one measured run, into OUT/DIR.
 measure() {
-  local extra=() c sampler
+  local extra=() c sampler limits=(--duration "$RUN" --warmup "$WARMUP")
   [ "$2" = latency ] && extra=(--rate "$RATE")
+  [ "$2" = warm ] && limits=(--operations "$WARM_OPS" --warmup 0s)
   settle "$1"
   mapfile -t c < <(common "$1")
   ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in ${NODE_PIDS[$1]}; do echo "$4 pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
   sampler=$!
   io_sample "$1" "$4 before" >>"$OUT/io.txt"
   disk_sample "$4 before" >>"$OUT/disks.txt"
+  coord_sample "$1" "$4 before" >>"$OUT/metrics.txt"
   echo "$4 $(date -u +%FT%TZ) before hints_pending $(hints_pending "$1")" >>"$OUT/hints.txt"
-  "$KURA" bench run -w "$3" "${c[@]}" ${extra[@]+"${extra[@]}"} --label "$1-$2" --duration "$RUN" --warmup "$WARMUP" \
+  "$KURA" bench run -w "$3" "${c[@]}" ${extra[@]+"${extra[@]}"} --label "$1-$2" "${limits[@]}" \
     --out "$OUT/$4" | sed -n 1p
   io_sample "$1" "$4 after" >>"$OUT/io.txt"
   disk_sample "$4 after" >>"$OUT/disks.txt"
+  coord_sample "$1" "$4 after" >>"$OUT/metrics.txt"
   wait "$sampler" # not a bare wait: kura dev is a child too
 }
 
@@ -346,6 +363,7 @@ if [ -z "${REPEAT:-}" ]; then
   for cluster in $CLUSTERS; do
     prepare "$cluster" "$BASE"
     for phase in $PHASES; do
+      if [ "$phase" = warm ]; then measure "$cluster" warm read-only "$cluster-warm"; continue; fi
       for w in $WORKLOADS; do measure "$cluster" "$phase" "$w" "$cluster-$phase-$w"; done
     done
     stop_clusters
@@ -354,6 +372,10 @@ else
   k=0
   for cluster in $CLUSTERS; do prepare "$cluster" $((BASE + 100 * k)); k=$((k + 1)); done
   for phase in $PHASES; do
+    if [ "$phase" = warm ]; then
+      for cluster in $CLUSTERS; do measure "$cluster" warm read-only "$cluster-warm"; done
+      continue
+    fi
     for w in $WORKLOADS; do
       for r in $(seq "$REPEAT"); do
         for cluster in $CLUSTERS; do measure "$cluster" "$phase" "$w" "$cluster-$phase-$w-r$r"; done
@@ -364,6 +386,7 @@ else
   # ratios.txt: each repetition's throughput against the homogeneous cluster's in the
   # same repetition.
   for phase in $PHASES; do
+    [ "$phase" = warm ] && continue
     for w in $WORKLOADS; do
       for cluster in $CLUSTERS; do
         [ "$cluster" = homogeneous ] && continue
@@ -384,6 +407,7 @@ fi
 suffixes=("")
 [ -n "${REPEAT:-}" ] && mapfile -t suffixes < <(seq -f -r%g "$REPEAT")
 for phase in $PHASES; do
+  [ "$phase" = warm ] && continue
   for suffix in "${suffixes[@]}"; do
     dirs=()
     for w in $WORKLOADS; do
