@@ -170,19 +170,11 @@ func (d *DB) Get(key []byte) (row.Row, bool, error) {
 		return row.Row{}, false, err
 	}
 	if d.cache != nil {
-		e, gen := d.cache.Get(key)
-		if e != nil {
-			return d.decodeCached(key, e)
-		}
-		r, found, err := d.getStored(key)
+		e, err := d.cached(key)
 		if err != nil {
 			return row.Row{}, false, err
 		}
-		d.cache.Put(key, gen, &r, found) // encodes r: r stays ours
-		if !found || r.IsEmpty() {
-			return row.Row{}, false, nil
-		}
-		return engine.ReadView(r, d.opts.Clock()), true, nil
+		return d.decodeCached(key, e)
 	}
 	r, found, err := d.getStored(key)
 	if err != nil || !found {
@@ -195,25 +187,48 @@ func (d *DB) Get(key []byte) (row.Row, bool, error) {
 // would leave as it is (no tombstones, nothing expiring) is lent as it is; any other row
 // is read as Get reads it and encoded.
 func (d *DB) View(key []byte, fn func(enc []byte, found bool)) error {
-	if d.cache != nil {
+	var r row.Row
+	var found bool
+	var err error
+	if d.cache == nil {
+		r, found, err = d.Get(key)
+	} else {
 		if err := d.checkGet(key); err != nil {
 			return err
 		}
-		if e, _ := d.cache.Get(key); e != nil && (!e.Found() || e.Plain()) {
+		var e *rowcache.Entry
+		if e, err = d.cached(key); err != nil {
+			return err
+		}
+		if !e.Found() || e.Plain() {
 			fn(e.Enc(), e.Found())
 			return nil
 		}
+		r, found, err = d.decodeCached(key, e)
 	}
-	r, found, err := d.Get(key)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if !found {
+	case !found:
 		fn(nil, false)
-		return nil
+	default:
+		fn(row.Encode(&r), true)
 	}
-	fn(row.Encode(&r), true)
 	return nil
+}
+
+// cached returns key's row cache entry, reading the file and filling the cache on a
+// miss. The entry is shared: it must not be modified.
+func (d *DB) cached(key []byte) (*rowcache.Entry, error) {
+	e, gen := d.cache.Get(key)
+	if e != nil {
+		return e, nil
+	}
+	r, found, err := d.getStored(key)
+	if err != nil {
+		return nil, err
+	}
+	return d.cache.Put(key, gen, &r, found), nil
 }
 
 // checkGet rejects a read of an invalid key or of a closed DB.
