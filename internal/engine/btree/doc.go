@@ -54,7 +54,7 @@
 // Get first looks in a row cache (package rowcache; Options.RowCacheBytes), which holds the
 // rows read recently one by one: the OS caches the file a page at a time, and a page holds
 // a hot row with its cold neighbours, so with data larger than memory the same memory
-// holds several times more hot rows as a row cache. The committer invalidates every key
+// holds up to three times more hot rows as a row cache. The committer invalidates every key
 // of a group once its transaction has committed. On a miss Get runs in its own read
 // transaction and copies the value out of the memory map before decoding, so the row
 // belongs to the caller. View (engine.Viewer) lends a cached row's encoding to a replica

@@ -55,7 +55,7 @@ type Options struct {
 	// file (see rowcache.Cache); default DefaultRowCacheBytes, negative disables it. It
 	// fills only as rows are read. The OS caches the file a page at a time, and a page
 	// holds a hot row with its cold neighbours, so with data larger than memory the same
-	// memory holds several times more hot rows as a row cache.
+	// memory holds up to three times more hot rows as a row cache.
 	RowCacheBytes int64
 	// LockTimeout is how long Open waits for another process to release the file;
 	// default DefaultLockTimeout.
