@@ -123,6 +123,9 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			err = errors.New(e)
 		}
 		return tr.format(tr.read.OnRepairResponse(ring.NodeID(td.CmdArgs[0].Key), err)), nil
+	case "spares":
+		// The spares OnSlow would ask now, for the driver to judge first.
+		return fmt.Sprintln(tr.read.SlowSpares()), nil
 	case "slow":
 		if tr.write != nil {
 			return tr.format(tr.write.OnSlow()), nil

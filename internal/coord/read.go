@@ -195,6 +195,16 @@ func (rd *Read) OnSlow() []Effect {
 	return fx
 }
 
+// SlowSpares returns the spares OnSlow would ask now (none when CanSlow is false), so
+// that the driver can judge them before it decides. The slice is the read's own: the
+// caller must not modify it.
+func (rd *Read) SlowSpares() []ring.NodeID {
+	if !rd.CanSlow() {
+		return nil
+	}
+	return rd.spare[:min(len(rd.spare), len(rd.asked))]
+}
+
 // CanSlow reports whether OnSlow would ask a spare now: the read has not decided, some
 // replica asked has not answered, and a spare is left.
 func (rd *Read) CanSlow() bool {

@@ -39,6 +39,8 @@ type clusterMetrics struct {
 	fallbacks *prometheus.CounterVec // op, reason
 	// overBudget: reads late past --read-fallback-after but not retried (retryBudget).
 	overBudget prometheus.Counter
+	// quickSpares: late reads retried past the budget on spares known to answer quickly.
+	quickSpares prometheus.Counter
 }
 
 func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine.Role) *clusterMetrics {
@@ -67,6 +69,10 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 		overBudget: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_coordinator_read_retries_denied_total",
 			Help: "Reads still waiting after --read-fallback-after that asked no spare replica because about a tenth " +
 				"of reads had been retried already (the retry budget)."}),
+		quickSpares: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_coordinator_read_retries_to_quick_spares_total",
+			Help: "Reads still waiting after --read-fallback-after that asked a spare replica although the retry budget " +
+				"was spent, because every spare asked had answered this coordinator in under half of --read-fallback-after " +
+				"of late (load-aware routing)."}),
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_hints_pending",
 		Help: "Hints held for replicas, waiting for replay."}, func() float64 {
@@ -102,7 +108,7 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 			"replicas asked in their place) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
 	reg.MustRegister(m.requests, m.latency, m.replica, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDiscard, m.hintsDefer, m.readRepairs, pending,
-		sent, m.fallbacks, m.overBudget)
+		sent, m.fallbacks, m.overBudget, m.quickSpares)
 	return m
 }
 
@@ -138,6 +144,13 @@ func (m *clusterMetrics) readDone(rd *coord.Read) {
 func (m *clusterMetrics) retryDenied() {
 	if m != nil {
 		m.overBudget.Inc()
+	}
+}
+
+// retryToQuickSpares records a late read retried past the budget on quick spares.
+func (m *clusterMetrics) retryToQuickSpares() {
+	if m != nil {
+		m.quickSpares.Inc()
 	}
 }
 

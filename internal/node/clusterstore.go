@@ -321,6 +321,13 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 			case !rd.CanSlow(): // nothing left to ask: the budget is not spent
 			case s.retries.spend():
 				reply, done = run.effects(rd.OnSlow())
+			case s.load != nil && s.load.quick(rd.SlowSpares(), s.readSlowAfter/2, time.Now()):
+				// The budget keeps retries off disks that every read is late on; spares
+				// that answer quickly are not among them (a saturated B+tree's reads go
+				// to the lsm nodes, whose disks are idle), and once they slow down they
+				// stop being quick.
+				s.metrics.retryToQuickSpares()
+				reply, done = run.effects(rd.OnSlow())
 			default:
 				s.metrics.retryDenied()
 			}

@@ -81,6 +81,17 @@ func (t *loadTracker) latency(id ring.NodeID, now time.Time) time.Duration {
 	return time.Duration(p.ewma.Load())
 }
 
+// quick reports whether every replica of ids (at least one) has a recent response time
+// and it is under limit.
+func (t *loadTracker) quick(ids []ring.NodeID, limit time.Duration, now time.Time) bool {
+	for _, id := range ids {
+		if l := t.latency(id, now); l == 0 || l >= limit {
+			return false
+		}
+	}
+	return len(ids) > 0
+}
+
 // wrote notes a write of key by this coordinator.
 func (t *loadTracker) wrote(key []byte, now time.Time) { t.recent.add(xxhash.Sum64(key), now) }
 

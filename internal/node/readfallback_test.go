@@ -108,3 +108,61 @@ func TestReadFallbackStopsWhenTheRetryBudgetIsSpent(t *testing.T) {
 			took, late, m.GetCounter().GetValue())
 	}
 }
+
+// With the retry budget spent, load-aware routing still retries a late read on a spare
+// that has answered quickly of late (a saturated B+tree's read moves to an idle lsm
+// node), and only then: a spare with no recent answer, or a slow one, is not asked.
+func TestReadFallbackPastTheBudgetAsksOnlyQuickSpares(t *testing.T) {
+	const late = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		spare time.Duration // the spare's recent response time; 0: none known
+		quick bool
+	}{
+		{"quick spare", time.Millisecond, true},
+		{"slow spare", 15 * time.Millisecond, false},
+		{"spare not heard from", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// n1 (the coordinator) is write-optimized, n2 read-optimized and late, n3
+			// in-memory: load-aware reads ask n2 and n3, with n1 to spare.
+			c := heteroTestCluster(t, coord.LoadAware{}, "n2", func(p caller) caller { return delayedCaller{p, late} })
+			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
+			c.store.readSlowAfter = 20 * time.Millisecond
+			if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * late) // every replica has it, the late one included
+			// A fresh tracker: no recent write of "k" and no slow sample of n2 from the
+			// write, so that the read asks n2; the spare's latency is the case's.
+			c.store.load = newLoadTracker(c.holds)
+			if tc.spare > 0 {
+				c.store.load.observe("n1", tc.spare, time.Now())
+			}
+			for c.store.retries.spend() {
+			}
+			start := time.Now()
+			if _, found, err := c.store.Get([]byte("k")); err != nil || !found {
+				t.Fatalf("read: %v %v", found, err)
+			}
+			took := time.Since(start)
+			var quick, denied dto.Metric
+			if err := c.store.metrics.quickSpares.Write(&quick); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.store.metrics.overBudget.Write(&denied); err != nil {
+				t.Fatal(err)
+			}
+			q, d := quick.GetCounter().GetValue(), denied.GetCounter().GetValue()
+			t.Logf("the read took %v; %v retries to quick spares, %v denied", took.Round(time.Millisecond), q, d)
+			if tc.quick && (took >= late/2 || q != 1 || d != 0) {
+				t.Fatalf("a quick spare: the read took %v (the late replica answers after %v), %v quick retries, %v denied; want no wait, 1 and 0",
+					took, late, q, d)
+			}
+			if !tc.quick && (took < late || q != 0 || d != 1) {
+				t.Fatalf("no quick spare: the read took %v (the late replica answers after %v), %v quick retries, %v denied; want a wait, 0 and 1",
+					took, late, q, d)
+			}
+		})
+	}
+}
