@@ -220,15 +220,7 @@ func (d *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 // cached returns key's row cache entry, reading the file and filling the cache on a
 // miss. The entry is shared: it must not be modified.
 func (d *DB) cached(key []byte) (*rowcache.Entry, error) {
-	e, gen := d.cache.Get(key)
-	if e != nil {
-		return e, nil
-	}
-	r, found, err := d.getStored(key)
-	if err != nil {
-		return nil, err
-	}
-	return d.cache.Put(key, gen, &r, found), nil
+	return d.cache.Load(key, func() (row.Row, bool, error) { return d.getStored(key) })
 }
 
 // checkGet rejects a read of an invalid key or of a closed DB.

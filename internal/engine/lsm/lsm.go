@@ -420,15 +420,7 @@ func (db *DB) decodeCached(key []byte, e *rowcache.Entry) (row.Row, bool, error)
 // cached returns key's row cache entry, reading pebble and filling the cache on a miss.
 // The entry's row is shared: it must not be modified.
 func (db *DB) cached(key []byte) (*rowcache.Entry, error) {
-	e, gen := db.rows.Get(key)
-	if e != nil {
-		return e, nil
-	}
-	r, found, err := db.getStored(key)
-	if err != nil {
-		return nil, err
-	}
-	return db.rows.Put(key, gen, &r, found), nil
+	return db.rows.Load(key, func() (row.Row, bool, error) { return db.getStored(key) })
 }
 
 // View implements engine.Viewer: the encoding of a row in the row cache that the

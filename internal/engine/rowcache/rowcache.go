@@ -183,6 +183,21 @@ func (c *Cache) Put(key []byte, gen uint64, r *row.Row, found bool) *Entry {
 	return e
 }
 
+// Load returns key's entry, calling read for the row stored under key (merged, not
+// purged) on a miss and caching what it returns as Put does. The entry is shared: it
+// must not be modified.
+func (c *Cache) Load(key []byte, read func() (row.Row, bool, error)) (*Entry, error) {
+	e, gen := c.Get(key)
+	if e != nil {
+		return e, nil
+	}
+	r, found, err := read()
+	if err != nil {
+		return nil, err
+	}
+	return c.Put(key, gen, &r, found), nil
+}
+
 // Invalidate forgets key and bumps its shard's generation, so that a read that started
 // before cannot cache what it read. Call it once a write of key is visible to readers.
 func (c *Cache) Invalidate(key []byte) {

@@ -2,6 +2,7 @@ package rowcache
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -155,4 +156,25 @@ func TestRowCacheLargeRowEvictsOthersToFit(t *testing.T) {
 		}
 	}
 	t.Logf("%d entries, %d bytes of %d", len(s.entries), s.bytes, s.limit)
+}
+
+// Load reads the store only on a miss, caches what it read, and caches nothing when the
+// read fails.
+func TestLoadReadsOnlyOnAMissAndNeverCachesAFailure(t *testing.T) {
+	c := New(1 << 20)
+	reads := 0
+	fail := errors.New("disk")
+	if _, err := c.Load([]byte("k"), func() (row.Row, bool, error) { reads++; return row.Row{}, false, fail }); !errors.Is(err, fail) {
+		t.Fatalf("a failed read: %v, want %v", err, fail)
+	}
+	want := cellRow("v", 1)
+	for range 3 {
+		e, err := c.Load([]byte("k"), func() (row.Row, bool, error) { reads++; return want, true, nil })
+		if err != nil || !e.Found() || !bytes.Equal(e.Enc(), row.Encode(&want)) {
+			t.Fatalf("load: %+v %v", e, err)
+		}
+	}
+	if reads != 2 {
+		t.Fatalf("%d reads of the store for a failure and three loads, want 2", reads)
+	}
 }
