@@ -136,6 +136,19 @@ func (c *testCluster) setRoles(r1, r2, r3 engine.Role) {
 	}
 }
 
+// expectAvoided reads ten keys and fails if more of them took over 250 ms (waited for
+// the slow replica, what) than probesAllowed.
+func expectAvoided(t *testing.T, c *testCluster, what string) {
+	t.Helper()
+	start := time.Now()
+	slow := c.slowReads(t, 10, 250*time.Millisecond)
+	allowed := probesAllowed(time.Since(start))
+	t.Logf("%d of 10 reads waited for %s (%d allowed)", slow, what, allowed)
+	if slow > allowed {
+		t.Fatalf("%d of 10 reads waited for %s; want at most the ones that measure it (%d)", slow, what, allowed)
+	}
+}
+
 // probesAllowed is how many reads taking elapsed in all may wait for a slow replica
 // they should avoid: the first, which measures it, one more for a read already under
 // way, and one each time its sample goes stale and a read measures it again (on a
@@ -224,13 +237,7 @@ func TestLoadAwareReadsAvoidAnOverloadedReplica(t *testing.T) {
 	// Once the writes are no longer recent (and n2's latency, measured on them, stale),
 	// the first read measures n2 again and the rest avoid it.
 	time.Sleep(2*recentWriteWindow + 100*time.Millisecond)
-	start := time.Now()
-	slow := c.slowReads(t, 10, 250*time.Millisecond)
-	allowed := probesAllowed(time.Since(start))
-	t.Logf("%d of 10 reads waited for the overloaded replica (%d allowed)", slow, allowed)
-	if slow > allowed {
-		t.Fatalf("%d of 10 reads waited for the overloaded replica; want at most the ones that measure it (%d)", slow, allowed)
-	}
+	expectAvoided(t, c, "the overloaded replica")
 }
 
 // Members announce the replicas they hold hints for; a coordinator takes the word of the
@@ -284,11 +291,5 @@ func TestLoadAwareReadsAvoidTheCoordinatorsOwnSlowReplica(t *testing.T) {
 	// replica was not three times slower than the others (11 of 20 reads waited for it),
 	// nor once a 300 ms one (8 of 10): in-process peers answered in over 100 ms there.
 	own.delay.Store(int64(500 * time.Millisecond))
-	start := time.Now()
-	slow := c.slowReads(t, 10, 250*time.Millisecond)
-	allowed := probesAllowed(time.Since(start))
-	t.Logf("%d of 10 reads waited for the coordinator's own slow replica (%d allowed)", slow, allowed)
-	if slow > allowed {
-		t.Fatalf("%d of 10 reads waited for the coordinator's own slow replica; want at most the ones that measure it (%d)", slow, allowed)
-	}
+	expectAvoided(t, c, "the coordinator's own slow replica")
 }
