@@ -187,34 +187,21 @@ func (d *DB) Get(key []byte) (row.Row, bool, error) {
 // would leave as it is (no tombstones, nothing expiring) is lent as it is; any other row
 // is read as Get reads it and encoded.
 func (d *DB) View(key []byte, fn func(enc []byte, found bool)) error {
-	var r row.Row
-	var found bool
-	var err error
 	if d.cache == nil {
-		r, found, err = d.Get(key)
-	} else {
-		if err := d.checkGet(key); err != nil {
-			return err
+		r, found, err := d.Get(key)
+		if err == nil {
+			fn(rowcache.EncodeFound(&r, found), found)
 		}
-		var e *rowcache.Entry
-		if e, err = d.cached(key); err != nil {
-			return err
-		}
-		if !e.Found() || e.Plain() {
-			fn(e.Enc(), e.Found())
-			return nil
-		}
-		r, found, err = d.decodeCached(key, e)
-	}
-	switch {
-	case err != nil:
 		return err
-	case !found:
-		fn(nil, false)
-	default:
-		fn(row.Encode(&r), true)
 	}
-	return nil
+	if err := d.checkGet(key); err != nil {
+		return err
+	}
+	e, err := d.cached(key)
+	if err != nil {
+		return err
+	}
+	return e.Lend(func(e *rowcache.Entry) (row.Row, bool, error) { return d.decodeCached(key, e) }, fn)
 }
 
 // cached returns key's row cache entry, reading the file and filling the cache on a

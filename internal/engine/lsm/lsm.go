@@ -429,7 +429,7 @@ func (db *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 	if db.rows == nil {
 		r, found, err := db.Get(key)
 		if err == nil {
-			fn(encodeFound(&r, found), found)
+			fn(rowcache.EncodeFound(&r, found), found)
 		}
 		return err
 	}
@@ -438,29 +438,10 @@ func (db *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 	}
 	defer db.mu.RUnlock()
 	e, err := db.cached(key)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case !e.Found():
-		fn(nil, false)
-	case e.Plain():
-		fn(e.Enc(), true)
-	default:
-		r, found, err := db.decodeCached(key, e)
-		if err != nil {
-			return err
-		}
-		fn(encodeFound(&r, found), found)
 	}
-	return nil
-}
-
-// encodeFound is r's encoding, or nil when it was not found.
-func encodeFound(r *row.Row, found bool) []byte {
-	if !found {
-		return nil
-	}
-	return row.Encode(r)
+	return e.Lend(func(e *rowcache.Entry) (row.Row, bool, error) { return db.decodeCached(key, e) }, fn)
 }
 
 // getStored returns the row stored under key, merged but not purged, as a private copy.

@@ -271,16 +271,33 @@ func (c *Cache) Hits() int64 { return c.hits.Load() }
 // Misses returns how many lookups did not.
 func (c *Cache) Misses() int64 { return c.misses.Load() }
 
-// Enc returns the row's encoding (row.AppendEncode), nil when not found. It is shared:
-// the caller must not modify it.
-func (e *Entry) Enc() []byte { return e.enc }
-
 // Found reports whether a row with something in it is stored.
 func (e *Entry) Found() bool { return e.found }
 
-// Plain reports whether the row has no tombstones and no expiring cells, so that the
-// read-time purge leaves it as it is and its encoding can be lent as what a read returns.
-func (e *Entry) Plain() bool { return e.plain }
-
 // Decode returns a private copy of the row.
 func (e *Entry) Decode() (row.Row, error) { return row.Decode(bytes.Clone(e.enc)) }
+
+// Lend calls fn as engine.Viewer's View does for a read that found e: with e's own
+// encoding when the read-time view leaves the row as it is (Plain, or not found), else
+// with the encoding of what decode (the engine's read of e, read-time view included)
+// returns.
+func (e *Entry) Lend(decode func(*Entry) (row.Row, bool, error), fn func(enc []byte, found bool)) error {
+	if !e.found || e.plain {
+		fn(e.enc, e.found)
+		return nil
+	}
+	r, found, err := decode(e)
+	if err != nil {
+		return err
+	}
+	fn(EncodeFound(&r, found), found)
+	return nil
+}
+
+// EncodeFound is r's encoding, or nil when it was not found: what View lends for a read.
+func EncodeFound(r *row.Row, found bool) []byte {
+	if !found {
+		return nil
+	}
+	return row.Encode(r)
+}

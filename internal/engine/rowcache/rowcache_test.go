@@ -170,7 +170,7 @@ func TestLoadReadsOnlyOnAMissAndNeverCachesAFailure(t *testing.T) {
 	want := cellRow("v", 1)
 	for range 3 {
 		e, err := c.Load([]byte("k"), func() (row.Row, bool, error) { reads++; return want, true, nil })
-		if err != nil || !e.Found() || !bytes.Equal(e.Enc(), row.Encode(&want)) {
+		if err != nil || !e.Found() || !bytes.Equal(e.enc, row.Encode(&want)) {
 			t.Fatalf("load: %+v %v", e, err)
 		}
 	}
