@@ -259,11 +259,16 @@ func (EngineAware) PlanRead(replicas []Replica, need int) ReadPlan {
 //     have it: replicas marked Lagging (whose copy was sent without waiting, or that
 //     the coordinator holds hints for) are asked last, so the read does not find a
 //     stale read-optimized replica, disagree, and pay for a second round and a repair.
-//   - An overloaded replica is asked last: one whose recent latency is over
-//     OverloadFactor times the least latency among the replicas that could be asked, and
-//     over OverloadFloor. The paper's heterogeneous cluster lost to the baseline on the
-//     50/50 workload because asynchronous writes slowed the read-optimized node, whose
-//     reads then held every read back.
+//   - An overloaded replica is asked after the others: one whose recent read latency is
+//     over OverloadFactor times the least among the replicas that could be asked, and over
+//     OverloadFloor. The paper's heterogeneous cluster lost to the baseline on the 50/50
+//     workload because asynchronous writes slowed the read-optimized node, whose reads
+//     then held every read back.
+//   - Overloaded replicas are ranked the same way among themselves, level by level: on
+//     disks, the in-memory replica is the least by far and both the read-optimized and
+//     the write-optimized replica are over three times it, yet one of them must be asked
+//     (R=2), and a read-optimized replica whose disk its asynchronous writes keep busy
+//     can answer three times slower than a write-optimized one whose disk is idle.
 //
 // Otherwise the order is EngineAware's: read-optimized, in-memory, write-optimized.
 type LoadAware struct{}
@@ -284,27 +289,42 @@ func (LoadAware) PlanWrite(replicas []Replica, need int) WritePlan {
 
 // PlanRead implements Policy.
 func (LoadAware) PlanRead(replicas []Replica, need int) ReadPlan {
-	least := time.Duration(0)
-	for _, r := range replicas {
-		if r.readable() && r.Latency > 0 && (least == 0 || r.Latency < least) {
-			least = r.Latency
-		}
-	}
-	overloaded := func(r Replica) bool {
-		return least > 0 && r.Latency > OverloadFloor && r.Latency > OverloadFactor*least
-	}
+	levels := overloadLevels(replicas)
 	// Overloaded after lagging after the rest; by role within each.
 	key := func(r Replica) int {
 		k := rank(readOrder, r.Role)
 		if r.Lagging {
 			k += 10
 		}
-		if overloaded(r) {
-			k += 20
-		}
-		return k
+		return k + 20*levels[r.ID]
 	}
 	p := Uniform{}.PlanRead(byRank(replicas, key), need)
 	p.Widen = true
 	return p
+}
+
+// overloadLevels returns each replica's overload level: 0 for the replicas whose latency
+// is unknown, under OverloadFloor or within OverloadFactor of the least among the
+// readable replicas; the others are level 1 or more, found the same way among
+// themselves. Each level's least is over OverloadFactor times the one before, so there
+// are at most as many levels as replicas.
+func overloadLevels(replicas []Replica) map[ring.NodeID]int {
+	levels := make(map[ring.NodeID]int, len(replicas))
+	for level := 0; ; level++ {
+		least := time.Duration(0)
+		for _, r := range replicas {
+			if levels[r.ID] == level && r.readable() && r.Latency > 0 && (least == 0 || r.Latency < least) {
+				least = r.Latency
+			}
+		}
+		moved := false
+		for _, r := range replicas {
+			if least > 0 && levels[r.ID] == level && r.Latency > OverloadFloor && r.Latency > OverloadFactor*least {
+				levels[r.ID], moved = level+1, true
+			}
+		}
+		if !moved {
+			return levels
+		}
+	}
 }

@@ -147,6 +147,9 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 		return nil, err
 	}
 	c.store = c.newStore()
+	if c.store.load != nil {
+		reg.MustRegister(c.store.load)
+	}
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
 	c.wg.Add(4)

@@ -214,10 +214,7 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			if s.load != nil {
-				answer = s.load.timed(e.To, answer)
-			}
-			s.send(ctx, e.To, wire.MethodWrite, payload, answer)
+			s.send(ctx, e.To, wire.MethodWrite, payload, answer) // not timed: see loadTracker
 		case coord.StoreHint:
 			s.hint(e)
 			if e.Deferred {

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/ring"
@@ -13,8 +15,13 @@ import (
 
 // loadTracker is what a coordinator knows for load-aware routing (coord.LoadAware): the
 // keys it wrote moments ago, the replicas that some member holds hints for, and each
-// peer's recent response time. Only the hints are heard from others (gossiped as
+// replica's recent read latency. Only the hints are heard from others (gossiped as
 // cluster.Member.Behind); the rest is this coordinator's own. Safe for concurrent use.
+//
+// Only reads are timed. A write's answer says little about how fast the replica reads:
+// a write-optimized replica's write waits for its log's fsync, which a read does not, and
+// a read-optimized replica's asynchronous write waits for the commits queued before it,
+// while its reads wait for neither (bbolt's readers do not wait for its writer).
 type loadTracker struct {
 	recent recentWrites
 	peers  sync.Map // ring.NodeID -> *peerLatency; read on every request, written once per peer
@@ -50,7 +57,8 @@ func (t *loadTracker) peer(id ring.NodeID) *peerLatency {
 	return p.(*peerLatency)
 }
 
-// observe records one answer from peer id that took d.
+// observe records one read answered by replica id (a peer, or this node's own) that
+// took d.
 func (t *loadTracker) observe(id ring.NodeID, d time.Duration, now time.Time) {
 	p := t.peer(id)
 	if old := p.ewma.Load(); old == 0 || now.UnixNano()-p.updated.Load() > int64(latencyStale) {
@@ -61,8 +69,8 @@ func (t *loadTracker) observe(id ring.NodeID, d time.Duration, now time.Time) {
 	p.updated.Store(now.UnixNano())
 }
 
-// timed wraps done, the callback of a request sent to peer id now, to observe how long
-// the answer took.
+// timed wraps done, the callback of a read sent to peer id now, to observe how long the
+// answer took.
 func (t *loadTracker) timed(id ring.NodeID, done func([]byte, error)) func([]byte, error) {
 	sent := time.Now()
 	return func(b []byte, err error) {
@@ -72,7 +80,7 @@ func (t *loadTracker) timed(id ring.NodeID, done func([]byte, error)) func([]byt
 	}
 }
 
-// latency returns peer id's recent response time, or 0 when it has no recent sample.
+// latency returns replica id's recent read latency, or 0 when it has no recent sample.
 func (t *loadTracker) latency(id ring.NodeID, now time.Time) time.Duration {
 	p := t.peer(id)
 	if now.UnixNano()-p.updated.Load() > int64(latencyStale) {
@@ -81,8 +89,8 @@ func (t *loadTracker) latency(id ring.NodeID, now time.Time) time.Duration {
 	return time.Duration(p.ewma.Load())
 }
 
-// quick reports whether every replica of ids (at least one) has a recent response time
-// and it is under limit.
+// quick reports whether every replica of ids (at least one) has a recent read latency and
+// it is under limit.
 func (t *loadTracker) quick(ids []ring.NodeID, limit time.Duration, now time.Time) bool {
 	for _, id := range ids {
 		if l := t.latency(id, now); l == 0 || l >= limit {
@@ -92,15 +100,35 @@ func (t *loadTracker) quick(ids []ring.NodeID, limit time.Duration, now time.Tim
 	return len(ids) > 0
 }
 
+var readLatencyDesc = prometheus.NewDesc("kura_coordinator_replica_read_seconds",
+	"This coordinator's recent read latency of each replica (itself included) that answered a read within the "+
+		"last second: the moving average load-aware routing ranks replicas by.", []string{"replica"}, nil)
+
+// Describe implements prometheus.Collector.
+func (t *loadTracker) Describe(ch chan<- *prometheus.Desc) { ch <- readLatencyDesc }
+
+// Collect implements prometheus.Collector: one gauge per replica with a recent sample.
+func (t *loadTracker) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	var ids []string
+	t.peers.Range(func(k, _ any) bool { ids = append(ids, string(k.(ring.NodeID))); return true })
+	sort.Strings(ids)
+	for _, id := range ids {
+		if l := t.latency(ring.NodeID(id), now); l > 0 {
+			ch <- prometheus.MustNewConstMetric(readLatencyDesc, prometheus.GaugeValue, l.Seconds(), id)
+		}
+	}
+}
+
 // wrote notes a write of key by this coordinator.
 func (t *loadTracker) wrote(key []byte, now time.Time) { t.recent.add(xxhash.Sum64(key), now) }
 
 // annotate returns a copy of key's replica set with what LoadAware reads need: replicas
 // whose copy of a write this coordinator made moments ago was not waited for, and
 // replicas this coordinator holds hints for, are Lagging, and every replica carries its
-// recent latency: a peer's as its answers took, this node's own as its local reads took
-// (a B+tree whose reads wait on its disk is asked last like a slow peer, though it is
-// the coordinator).
+// recent read latency: a peer's as its answers took, this node's own as its local reads
+// took (a B+tree whose reads wait on its disk is asked last like a slow peer, though it
+// is the coordinator).
 func (t *loadTracker) annotate(key []byte, replicas []coord.Replica, now time.Time) []coord.Replica {
 	out := make([]coord.Replica, len(replicas))
 	copy(out, replicas)

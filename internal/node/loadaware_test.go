@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/wire"
 )
 
 func TestRecentWritesRememberAWindowInBoundedMemory(t *testing.T) {
@@ -68,6 +72,65 @@ func TestLoadTrackerAnnotatesReplicaSets(t *testing.T) {
 	}
 	if got := tr.annotate([]byte("k"), set, now.Add(2*latencyStale)); got[1].Latency != 0 {
 		t.Fatal("a stale latency is still used")
+	}
+}
+
+// The tracker's gauges show each replica with a recent read latency, and only those.
+func TestLoadTrackerExportsRecentReadLatencies(t *testing.T) {
+	tr := newLoadTracker(nil)
+	now := time.Now()
+	tr.observe("b", 8*time.Millisecond, now)
+	tr.observe("l", 2*time.Millisecond, now)
+	tr.observe("m", time.Millisecond, now.Add(-2*latencyStale)) // stale: not shown
+	want := `
+# HELP kura_coordinator_replica_read_seconds This coordinator's recent read latency of each replica (itself included) that answered a read within the last second: the moving average load-aware routing ranks replicas by.
+# TYPE kura_coordinator_replica_read_seconds gauge
+kura_coordinator_replica_read_seconds{replica="b"} 0.008
+kura_coordinator_replica_read_seconds{replica="l"} 0.002
+`
+	if err := testutil.CollectAndCompare(tr, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeDelayedCaller answers writes through next after a delay, and everything else at
+// once.
+type writeDelayedCaller struct {
+	next  caller
+	delay time.Duration
+}
+
+func (d writeDelayedCaller) Call(ctx context.Context, m uint16, p []byte) ([]byte, error) {
+	if m == wire.MethodWrite {
+		time.Sleep(d.delay)
+	}
+	return d.next.Call(ctx, m, p)
+}
+
+func (d writeDelayedCaller) Go(ctx context.Context, m uint16, p []byte, done func([]byte, error)) {
+	p = append([]byte(nil), p...)
+	go func() { done(d.Call(ctx, m, p)) }()
+}
+
+// Only reads are timed: a replica whose writes answer late (a read-optimized replica's
+// asynchronous writes queue behind its commits) is not read around for that, since its
+// reads do not wait for its writes.
+func TestLoadAwareTimesReadsNotWrites(t *testing.T) {
+	c := heteroTestCluster(t, coord.LoadAware{}, "n2", func(p caller) caller { return writeDelayedCaller{p, 300 * time.Millisecond} })
+	for i := range 5 {
+		if err := c.store.Apply([]row.Mutation{{Key: []byte{byte(i)}, Row: cell("v", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(400 * time.Millisecond) // n2's answers are in
+	if l := c.store.load.latency("n2", time.Now()); l != 0 {
+		t.Fatalf("n2's writes gave it a read latency of %v", l)
+	}
+	if _, _, err := c.store.Get([]byte("never written")); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.store.load.latency("n2", time.Now()); l == 0 || l >= 300*time.Millisecond {
+		t.Fatalf("n2's read latency after a read: %v; want its read's, under 300ms", l)
 	}
 }
 
