@@ -42,7 +42,8 @@
 # spread over every node of the cluster. RSS of every node is sampled in the middle of
 # each run, and the engines' I/O counters (/proc/PID/io) around each run (io.txt), and
 # on disks with emulate-disks.sh's seek model, each disk's counts (disks.txt), and the
-# coordinators' replica requests by role and fallbacks (metrics.txt). After loading,
+# coordinators' replica requests by role and fallbacks (metrics.txt), and every 10 s of a
+# run each coordinator's read latency of each replica (replica-latency.txt). After loading,
 # the script waits up to HINT_DRAIN seconds (1800) for the hints (deferred asynchronous
 # writes among them) to drain, and logs the hints pending before each run (hints.txt).
 # REPEAT (set, N): run the clusters side by side instead of one after the other: all are
@@ -150,6 +151,17 @@ coord_sample() {
   while read -r a; do curl -s --max-time 5 "http://$a/metrics"; done < <(admin_addrs "$1") |
     awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_[a-z_]+)_total/ { s[$1] += $2 }
       END { for (k in s) if (s[k] > 0) printf "%s %s %d\n", l, k, s[k] }' | sort
+}
+# latency_sample CLUSTER LABEL: each coordinator's recent read latency of each replica
+# (load-aware routing's kura_coordinator_replica_read_seconds), one line per pair:
+# LABEL TIME COORDINATOR-ADMIN REPLICA MILLISECONDS (replica-latency.txt).
+latency_sample() {
+  local a t
+  t=$(date -u +%T)
+  while read -r a; do
+    curl -s --max-time 5 "http://$a/metrics" |
+      awk -v l="$2" -v t="$t" -v a="$a" -F'[{}" ]+' '/^kura_coordinator_replica_read_seconds\{/ { printf "%s %s %s %s %.2f\n", l, t, a, $3, $NF * 1000 }'
+  done < <(admin_addrs "$1")
 }
 # stop_clusters: stops every cluster started.
 stop_clusters() {
@@ -335,13 +347,15 @@ settle() {
 
 # measure CLUSTER PHASE WORKLOAD DIR: one measured run, into OUT/DIR.
 measure() {
-  local extra=() c sampler limits=(--duration "$RUN" --warmup "$WARMUP")
+  local extra=() c sampler latencies limits=(--duration "$RUN" --warmup "$WARMUP")
   [ "$2" = latency ] && extra=(--rate "$RATE")
   [ "$2" = warm ] && limits=(--operations "$WARM_OPS" --warmup 0s)
   settle "$1"
   mapfile -t c < <(common "$1")
   ( sleep $(( ${WARMUP%s} + ${RUN%s} / 2 )); for p in ${NODE_PIDS[$1]}; do echo "$4 pid $p rss_mib $(( $(tree_rss "$p") / 1024 ))"; done >>"$OUT/rss.txt" ) &
   sampler=$!
+  ( sleep "${WARMUP%s}"; while :; do latency_sample "$1" "$4" >>"$OUT/replica-latency.txt"; sleep 10; done ) &
+  latencies=$!
   io_sample "$1" "$4 before" >>"$OUT/io.txt"
   disk_sample "$4 before" >>"$OUT/disks.txt"
   coord_sample "$1" "$4 before" >>"$OUT/metrics.txt"
@@ -351,6 +365,7 @@ measure() {
   io_sample "$1" "$4 after" >>"$OUT/io.txt"
   disk_sample "$4 after" >>"$OUT/disks.txt"
   coord_sample "$1" "$4 after" >>"$OUT/metrics.txt"
+  kill "$latencies" 2>/dev/null || true
   wait "$sampler" # not a bare wait: kura dev is a child too
 }
 
