@@ -43,6 +43,7 @@ type DB struct {
 	isClosed   atomic.Bool // fast check for Get, which does not take mu
 	rows       atomic.Int64
 	cache      *rowcache.Cache // rows read recently; nil when RowCacheBytes < 0
+	buf        *writeBuffer    // writes journaled, not yet in the tree; nil when WriteBufferBytes <= 0
 	queueBytes atomic.Int64    // bytes of requests waiting in the queue, for Stats
 	// syncMu makes a commit wait for a sync in progress (Periodic durability): see sync.
 	syncMu sync.Mutex
@@ -83,13 +84,41 @@ func Open(dir string, opts Options) (*DB, error) {
 		d.bolt.Close()
 		return nil, err
 	}
+	if err := d.openJournal(dir); err != nil {
+		d.bolt.Close()
+		return nil, err
+	}
 	go d.commitLoop()
+	if d.buf != nil {
+		go d.flushLoop()
+		d.buf.wake() // a memtable replayed from the journal waits to be flushed
+	}
 	if opts.Durability == engine.Periodic {
 		d.syncStop, d.syncDone = make(chan struct{}), make(chan struct{})
 		go d.syncLoop()
 	}
 	return d, nil
 }
+
+// openJournal opens the write buffer when it is on (see buffer.go). When it is off, it
+// merges into the tree whatever a run with it on left in the journal, before Open
+// returns.
+func (d *DB) openJournal(dir string) error {
+	if d.opts.WriteBufferBytes > 0 {
+		b, err := openBuffer(dir, d.opts.WriteBufferBytes, d.opts.WriteBufferFlushInterval)
+		d.buf = b
+		return err
+	}
+	seqs, t, err := replay(dir)
+	if err != nil || len(seqs) == 0 {
+		return err
+	}
+	t.segments = seqs
+	return d.flushMemtable(t, nil)
+}
+
+// dir is the data directory.
+func (d *DB) dir() string { return filepath.Dir(d.path) }
 
 // openBolt opens the bbolt file, turning bbolt's lock timeout into ErrLocked and its
 // checks of the meta pages (or a panic on a damaged file) into ErrCorrupt.
@@ -176,11 +205,31 @@ func (d *DB) Get(key []byte) (row.Row, bool, error) {
 		}
 		return d.decodeCached(key, e)
 	}
-	r, found, err := d.getStored(key)
+	r, found, err := d.read(key)
 	if err != nil || !found {
 		return row.Row{}, false, err
 	}
 	return engine.ReadView(r, d.opts.Clock()), true, nil
+}
+
+// read returns key's row, not purged, as a private copy: the tree's, merged with the
+// write buffer's when it holds the key. The buffer is read first: a flush moves a row from
+// it into the tree, never the other way, so a row flushed in between is found in the tree.
+func (d *DB) read(key []byte) (row.Row, bool, error) {
+	if d.buf == nil {
+		return d.getStored(key)
+	}
+	buffered, inBuffer := d.buf.get(key)
+	stored, found, err := d.getStored(key)
+	switch {
+	case err != nil:
+		return row.Row{}, false, err
+	case !inBuffer:
+		return stored, found, nil
+	case !found:
+		return buffered, true, nil
+	}
+	return row.Merge(stored, buffered), true, nil
 }
 
 // View implements engine.Viewer: the encoding of a cached row that the read-time purge
@@ -207,7 +256,7 @@ func (d *DB) View(key []byte, fn func(enc []byte, found bool)) error {
 // cached returns key's row cache entry, reading the file and filling the cache on a
 // miss. The entry is shared: it must not be modified.
 func (d *DB) cached(key []byte) (*rowcache.Entry, error) {
-	return d.cache.Load(key, func() (row.Row, bool, error) { return d.getStored(key) })
+	return d.cache.Load(key, func() (row.Row, bool, error) { return d.read(key) })
 }
 
 // checkGet rejects a read of an invalid key or of a closed DB.
@@ -269,13 +318,19 @@ func (d *DB) getRaw(key []byte) (v []byte, err error) {
 	return v, nil
 }
 
-// Flush fsyncs the file. In Sync durability every commit is already fsynced, so this only
-// matters in Periodic durability.
+// Flush merges the write buffer, if any, into the tree and fsyncs the file. In Sync
+// durability every commit is already fsynced, so the fsync only matters in Periodic
+// durability.
 func (d *DB) Flush() error {
 	d.mu.RLock() // keeps Close from closing the file under the fsync
 	defer d.mu.RUnlock()
 	if d.closed {
 		return fmt.Errorf("btree: flush: %w", engine.ErrClosed)
+	}
+	if d.buf != nil {
+		if err := d.drainBuffer(); err != nil {
+			return err
+		}
 	}
 	if err := d.sync(); err != nil {
 		return fmt.Errorf("btree: flush: %w", err)
@@ -299,6 +354,16 @@ func (d *DB) sync() error {
 	return d.bolt.Sync()
 }
 
+// syncJournal fsyncs the write buffer's journal, in Periodic durability.
+func (d *DB) syncJournal() error {
+	if d.buf == nil {
+		return nil
+	}
+	d.buf.jmu.Lock()
+	defer d.buf.jmu.Unlock()
+	return d.buf.j.sync()
+}
+
 // Stats reports the file's disk usage, an estimate of the Go memory the engine holds, the
 // row cache's hits and misses, and the exact row count. MemoryBytes counts bbolt's
 // freelist, the requests waiting to commit and the row cache; the file's pages live in
@@ -307,6 +372,14 @@ func (d *DB) sync() error {
 func (d *DB) Stats() engine.Stats {
 	s := engine.Stats{RowsEstimate: d.rows.Load(), Exact: true, DiskBytes: fileBytes(d.path)}
 	s.MemoryBytes = int64(d.bolt.Stats().FreelistInuse) + d.queueBytes.Load()
+	if d.buf != nil {
+		// A buffered row may or may not be in the tree already: the count is an upper
+		// bound until the buffer is flushed.
+		bytes, rows := d.buf.size()
+		s.MemoryBytes += bytes
+		s.RowsEstimate += int64(rows)
+		s.Exact = rows == 0
+	}
 	if d.cache != nil {
 		_, cached := d.cache.Size()
 		s.MemoryBytes += cached
@@ -348,8 +421,17 @@ func (d *DB) close() error {
 		close(d.syncStop)
 		<-d.syncDone
 	}
-	d.closeIterators()
 	var errs []error
+	if d.buf != nil {
+		// What is still buffered stays in the journal, for the next Open to replay: a
+		// flush here could take minutes on a disk that seeks.
+		close(d.buf.stop)
+		<-d.buf.stopped
+		if err := d.buf.j.close(); err != nil {
+			errs = append(errs, fmt.Errorf("btree: close: %w", err))
+		}
+	}
+	d.closeIterators()
 	if err := d.bolt.Sync(); err != nil {
 		errs = append(errs, fmt.Errorf("btree: close: sync: %w", err))
 	}
@@ -371,7 +453,7 @@ func (d *DB) syncLoop() {
 		case <-t.C:
 			// An error here has no caller to go to; the next tick, Flush or Close retries
 			// and reports it.
-			if d.sync() == nil {
+			if d.syncJournal() == nil && d.sync() == nil {
 				d.syncs.Add(1)
 			}
 		}

@@ -113,6 +113,20 @@ func (d *DB) fillGroup(group []*request) []*request {
 // in a transaction of its own, so that one bad request (say, one that reads a corrupted
 // row) fails alone and its neighbours still commit.
 func (d *DB) commitGroup(w *writer, group []*request) {
+	if d.buf != nil {
+		err := d.commitBuffered(group)
+		if d.cache != nil {
+			for _, r := range group { // once the rows are in the memtable: see rowcache.Cache
+				for i := range r.batch {
+					d.cache.Invalidate(r.batch[i].Key)
+				}
+			}
+		}
+		for _, r := range group {
+			r.done <- err
+		}
+		return
+	}
 	d.syncMu.Lock() // not during a sync: see DB.sync
 	defer d.syncMu.Unlock()
 	err := w.update(group)
@@ -135,6 +149,9 @@ const maxScratchBytes = 1 << 20
 type writer struct {
 	d       *DB
 	scratch []byte
+	// purged, when not nil, is called with each key whose row the grace period's purge
+	// changed.
+	purged func(key []byte)
 }
 
 // update applies reqs in one transaction and, on success, publishes the new row count.
@@ -192,7 +209,11 @@ func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int6
 		}
 	}
 	merged := row.Merge(stored, m.Row)
+	cells, deleted := len(merged.Cells), merged.Deleted
 	row.Purge(&merged, now, grace)
+	if w.purged != nil && (len(merged.Cells) != cells || merged.Deleted != deleted) {
+		w.purged(m.Key)
+	}
 	switch {
 	case merged.IsEmpty() && old == nil:
 		return 0, nil

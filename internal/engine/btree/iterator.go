@@ -44,10 +44,17 @@ func (d *DB) NewIterator(lo, hi []byte) (engine.Iterator, error) {
 	return it, nil
 }
 
-// iterator walks a bbolt cursor within [lo, hi).
+// iterator walks a bbolt cursor within [lo, hi), merged with the write buffer's rows in
+// range as they were when the iterator began (see buffer.go).
 type iterator struct {
 	d      *DB
 	lo, hi []byte // owned copies of the bounds
+
+	buffered []bufferedRow // the write buffer's rows in range, by key; read-only
+	bi       int           // the next of buffered
+	tk, tv   []byte        // the tree's next row, not returned yet (bbolt's memory); tk nil past the range
+	treeEnd  bool          // the tree's cursor ran off the end of the key space
+	prevTree []byte        // the tree's previous key, for the order check
 
 	// mu is held by every method that touches the transaction, because DB.Close may
 	// release it from another goroutine.
@@ -64,6 +71,13 @@ type iterator struct {
 }
 
 func (it *iterator) begin() (err error) {
+	if b := it.d.buf; b != nil {
+		// Under the buffer's read lock until the transaction has begun: a memtable
+		// flushed meanwhile would be in neither.
+		b.mu.RLock()
+		defer b.mu.RUnlock()
+		it.buffered = b.snapshot(it.lo, it.hi)
+	}
 	defer guard(&err, panicOnFault())
 	tx, err := it.d.bolt.Begin(false)
 	if err != nil {
@@ -98,34 +112,73 @@ func (it *iterator) Next() bool {
 
 func (it *iterator) next() (ok bool, err error) {
 	defer guard(&err, panicOnFault())
+	if !it.started {
+		it.started = true
+		if err := it.advanceTree(true); err != nil {
+			return false, err
+		}
+	}
+	inBuffer := it.bi < len(it.buffered)
+	if it.tk == nil && !inBuffer {
+		return false, it.checkCount(it.treeEnd)
+	}
+	cmp := -1 // the tree's row comes first
+	switch {
+	case it.tk == nil:
+		cmp = 1
+	case inBuffer:
+		cmp = bytes.Compare(it.tk, []byte(it.buffered[it.bi].key))
+	}
+	var r row.Row
+	if cmp <= 0 {
+		it.key = append(it.key[:0], it.tk...)
+		it.val = append(it.val[:0], it.tv...)
+		if r, err = decodeValue(it.key, it.val); err != nil {
+			return false, err
+		}
+		if err := it.advanceTree(false); err != nil {
+			return false, err
+		}
+	}
+	if cmp >= 0 {
+		b := &it.buffered[it.bi]
+		it.bi++
+		if cmp > 0 {
+			it.key = append(it.key[:0], b.key...)
+			r = b.row.Clone() // the memtable's memory is not the caller's
+		} else {
+			r = row.Merge(r, b.row.Clone())
+		}
+	}
+	// Expiry is judged when Next reaches the row, as a Get at that moment would.
+	it.cur = engine.ReadView(r, it.d.opts.Clock())
+	return true, nil
+}
+
+// advanceTree moves the tree's cursor to its first row in range (first) or its next, and
+// counts the row toward the check of a complete scan.
+func (it *iterator) advanceTree(first bool) (err error) {
 	var k, v []byte
-	first := !it.started
 	if first {
 		k, v, err = it.w.seek(it.root, it.lo)
 	} else {
 		k, v, err = it.w.next()
 	}
-	it.started = true
 	if err != nil {
-		return false, err
+		return err
 	}
 	if k == nil || (it.hi != nil && bytes.Compare(k, it.hi) >= 0) {
-		return false, it.checkCount(k == nil)
+		it.tk, it.tv, it.treeEnd = nil, nil, k == nil
+		return nil
 	}
 	// A damaged page can hand back keys out of order; checking costs one compare.
-	if (!first && bytes.Compare(k, it.key) <= 0) || (it.lo != nil && bytes.Compare(k, it.lo) < 0) {
-		return false, fmt.Errorf("%w: key %.64q out of order after %.64q", engine.ErrCorrupt, k, it.key)
+	if (it.prevTree != nil && bytes.Compare(k, it.prevTree) <= 0) || (it.lo != nil && bytes.Compare(k, it.lo) < 0) {
+		return fmt.Errorf("%w: key %.64q out of order after %.64q", engine.ErrCorrupt, k, it.prevTree)
 	}
-	it.key = append(it.key[:0], k...)
-	it.val = append(it.val[:0], v...)
-	r, err := decodeValue(it.key, it.val)
-	if err != nil {
-		return false, err
-	}
+	it.prevTree = append(it.prevTree[:0], k...)
+	it.tk, it.tv = k, v
 	it.rows++
-	// Expiry is judged when Next reaches the row, as a Get at that moment would.
-	it.cur = engine.ReadView(r, it.d.opts.Clock())
-	return true, nil
+	return nil
 }
 
 // checkCount compares the rows of a complete scan with the count stored in the same

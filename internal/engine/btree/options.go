@@ -57,6 +57,14 @@ type Options struct {
 	// holds a hot row with its cold neighbours, so with data larger than memory the same
 	// memory holds up to three times more hot rows as a row cache.
 	RowCacheBytes int64
+	// WriteBufferBytes, when positive, turns on the write buffer (see buffer.go): Apply
+	// journals its batch and keeps it in memory, and a background flush merges up to this
+	// many bytes of buffered rows into the tree at a time, in key order. Default 0: off,
+	// each commit writes the tree.
+	WriteBufferBytes int64
+	// WriteBufferFlushInterval is the longest the write buffer takes writes before it is
+	// flushed however little it holds; default DefaultWriteBufferFlushInterval.
+	WriteBufferFlushInterval time.Duration
 	// LockTimeout is how long Open waits for another process to release the file;
 	// default DefaultLockTimeout.
 	LockTimeout time.Duration
@@ -79,6 +87,9 @@ type Options struct {
 	beforeCommit func(group []*request)
 	// duringSync, set only by this package's tests, runs while a sync holds off commits.
 	duringSync func()
+	// beforeFlush, set only by this package's tests, runs in the flusher before each
+	// flush of the write buffer; an error fails the flush.
+	beforeFlush func() error
 }
 
 func (o Options) withDefaults() Options {
@@ -97,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RowCacheBytes == 0 {
 		o.RowCacheBytes = DefaultRowCacheBytes
+	}
+	if o.WriteBufferFlushInterval <= 0 {
+		o.WriteBufferFlushInterval = DefaultWriteBufferFlushInterval
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = DefaultLockTimeout

@@ -2,6 +2,7 @@ package btree_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/btree"
@@ -22,7 +23,21 @@ func factoryWith(name string, rowCacheBytes int64) enginetest.Factory {
 		}}
 }
 
-func TestMain(m *testing.M)        { enginetest.Main(m, factory()) }
+// smallBuffer flushes its write buffer every few writes, so that the suites run with
+// rows moving from the buffer to the tree all the time; largeBuffer holds every row a
+// suite writes in the buffer (and the journal) until a Flush, or a reopen replays it.
+func smallBuffer() enginetest.Factory { return bufferedWith("btree-small-write-buffer", 4<<10, 0) }
+func largeBuffer() enginetest.Factory { return bufferedWith("btree-large-write-buffer", 64<<20, -1) }
+
+func bufferedWith(name string, bufferBytes, rowCacheBytes int64) enginetest.Factory {
+	return enginetest.Factory{Name: name, Persistent: true, CrashSafe: true,
+		Open: func(dir string, o engine.Options) (engine.Engine, error) {
+			return btree.Open(dir, btree.Options{Options: o, RowCacheBytes: rowCacheBytes,
+				WriteBufferBytes: bufferBytes, WriteBufferFlushInterval: time.Hour})
+		}}
+}
+
+func TestMain(m *testing.M)        { enginetest.Main(m, factory(), smallBuffer(), largeBuffer()) }
 func TestConformance(t *testing.T) { enginetest.RunConformance(t, factory()) }
 func TestMetamorphic(t *testing.T) { enginetest.RunMetamorphic(t, factory()) }
 
@@ -34,6 +49,20 @@ func TestConformanceRowCache(t *testing.T) {
 func TestMetamorphicRowCache(t *testing.T) {
 	enginetest.RunMetamorphic(t, tinyRowCache(), noRowCache())
 }
+func TestConformanceWriteBuffer(t *testing.T) {
+	enginetest.RunConformance(t, smallBuffer())
+	enginetest.RunConformance(t, largeBuffer())
+}
+
+func TestMetamorphicWriteBuffer(t *testing.T) {
+	enginetest.RunMetamorphic(t, smallBuffer(), largeBuffer())
+}
+
+func TestCrashWriteBuffer(t *testing.T) {
+	enginetest.RunCrash(t, smallBuffer())
+	enginetest.RunCrash(t, largeBuffer())
+}
+
 func TestCrash(t *testing.T)       { enginetest.RunCrash(t, factory()) }
 func TestCorruption(t *testing.T)  { enginetest.RunCorruption(t, factory()) }
 func BenchmarkEngine(b *testing.B) { enginetest.RunBenchmarks(b, factory()) }

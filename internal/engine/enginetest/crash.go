@@ -25,10 +25,11 @@ import (
 // kills it with SIGKILL mid-stream. Every acknowledged write must survive, byte for byte,
 // and batches must survive whole or not at all.
 const (
-	crashChildEnv = "KURA_ENGINETEST_CRASH_CHILD" // data dir of the child
-	crashRoundEnv = "KURA_ENGINETEST_CRASH_ROUND" // round number, to keep keys distinct
-	crashWriters  = 4
-	crashRounds   = 3
+	crashChildEnv  = "KURA_ENGINETEST_CRASH_CHILD"  // data dir of the child
+	crashRoundEnv  = "KURA_ENGINETEST_CRASH_ROUND"  // round number, to keep keys distinct
+	crashEngineEnv = "KURA_ENGINETEST_CRASH_ENGINE" // the Factory's name, among those given to Main
+	crashWriters   = 4
+	crashRounds    = 3
 	// crashChildLifetime bounds a child that is never killed (the parent died).
 	crashChildLifetime = 2 * time.Minute
 	// crashAckTimeout bounds how long the parent waits for the acks it wants.
@@ -52,7 +53,7 @@ func runCrash(t testing.TB, f Factory) {
 	acked := make(map[string]bool)
 	for round := range crashRounds {
 		target := 200 + rng.IntN(200)
-		n := runCrashRound(t, dir, round, target, acked)
+		n := runCrashRound(t, f, dir, round, target, acked)
 		t.Logf("round %d: killed the child after %d acks (target %d)", round, n, target)
 		verifyCrash(t, f, dir, acked)
 		if t.Failed() {
@@ -63,9 +64,9 @@ func runCrash(t testing.TB, f Factory) {
 
 // runCrashRound starts the child, kills it once target writes are acknowledged, collects
 // every ack it printed before dying and returns how many there were.
-func runCrashRound(t testing.TB, dir string, round, target int, acked map[string]bool) int {
+func runCrashRound(t testing.TB, f Factory, dir string, round, target int, acked map[string]bool) int {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round))
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round), crashEngineEnv+"="+f.Name)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

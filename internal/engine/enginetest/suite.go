@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync/atomic"
@@ -103,12 +104,20 @@ func reopen(t testing.TB, f Factory, e engine.Engine, dir string, opts engine.Op
 	return openEngine(t, f, dir, opts)
 }
 
-// Main is called from an engine package's TestMain. When RunCrash re-executes the test
-// binary as its crash child, Main runs the child's writers and never returns; otherwise
+// Main is called from an engine package's TestMain with every Factory the package's
+// tests give RunCrash. When RunCrash re-executes the test binary as its crash child, Main
+// runs the child's writers on the engine RunCrash was given and never returns; otherwise
 // it runs the tests: os.Exit(m.Run()).
-func Main(m *testing.M, f Factory) {
+func Main(m *testing.M, f Factory, more ...Factory) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
-		os.Exit(runCrashChild(dir, f))
+		name := os.Getenv(crashEngineEnv)
+		for _, g := range append([]Factory{f}, more...) {
+			if g.Name == name {
+				os.Exit(runCrashChild(dir, g))
+			}
+		}
+		fmt.Fprintf(os.Stderr, "enginetest: crash child: no factory named %q given to Main\n", name)
+		os.Exit(2)
 	}
 	os.Exit(m.Run())
 }
