@@ -41,15 +41,16 @@ type Config struct {
 	TombstoneGrace  time.Duration `yaml:"tombstone_grace"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
-	LSMCacheSizeBytes    int64  `yaml:"lsm_cache_size_bytes"`
-	LSMRowCacheBytes     int64  `yaml:"lsm_row_cache_bytes"`
-	LSMMemTableSizeBytes int64  `yaml:"lsm_memtable_size_bytes"`
-	LSMWALDir            string `yaml:"lsm_wal_dir"`
-	LSMWALFailoverDir    string `yaml:"lsm_wal_failover_dir"`
-	LSMSecondDir         string `yaml:"lsm_second_dir"`
-	LSMSecondDirPolicy   string `yaml:"lsm_second_dir_policy"`
-	BTreeDir             string `yaml:"btree_dir"`
-	BTreeRowCacheBytes   int64  `yaml:"btree_row_cache_bytes"`
+	LSMCacheSizeBytes     int64  `yaml:"lsm_cache_size_bytes"`
+	LSMRowCacheBytes      int64  `yaml:"lsm_row_cache_bytes"`
+	LSMMemTableSizeBytes  int64  `yaml:"lsm_memtable_size_bytes"`
+	LSMWALDir             string `yaml:"lsm_wal_dir"`
+	LSMWALFailoverDir     string `yaml:"lsm_wal_failover_dir"`
+	LSMSecondDir          string `yaml:"lsm_second_dir"`
+	LSMSecondDirPolicy    string `yaml:"lsm_second_dir_policy"`
+	BTreeDir              string `yaml:"btree_dir"`
+	BTreeRowCacheBytes    int64  `yaml:"btree_row_cache_bytes"`
+	BTreeWriteBufferBytes int64  `yaml:"btree_write_buffer_bytes"`
 
 	FastDir                string        `yaml:"fast_dir"`
 	SlowDir                string        `yaml:"slow_dir"`
@@ -183,6 +184,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
 	fs.StringVar(&c.BTreeDir, "btree-dir", c.BTreeDir, "btree engine: directory of the B+tree file instead of the data directory, e.g. on a disk the node does not share with a write-optimized node of the same host (its random page writes would take that node's flushes' I/O); one per node. The node refuses to start if the data directory holds a B+tree file already")
 	fs.Int64Var(&c.BTreeRowCacheBytes, "btree-row-cache-bytes", c.BTreeRowCacheBytes, "btree engine: capacity of the cache of rows read recently, in front of the B+tree file; the OS caches the file a page at a time, a page holding a hot row with its cold neighbours, so with data larger than memory the same memory holds up to three times more hot rows as a row cache (a 4 KiB page per 1 KB row); it fills only as rows are read; 0 disables it")
+	fs.Int64Var(&c.BTreeWriteBufferBytes, "btree-write-buffer-bytes", c.BTreeWriteBufferBytes, "btree engine: when positive, writes are journaled and kept in memory, and a background flush merges up to this many bytes of them into the B+tree at a time, in key order, so that a key written many times meanwhile is written to the tree once and keys sharing a leaf share its rewrite (reads merge the buffer with the tree); 0 (the default) commits each group of writes to the tree")
 	fs.StringVar(&c.LSMSecondDir, "lsm-second-dir", c.LSMSecondDir, "lsm engine: a second directory (on another device) for some of the sstables, chosen by --lsm-second-dir-policy: the whole-file placements tiered storage (--fast-dir) is compared with")
 	fs.StringVar(&c.LSMSecondDirPolicy, "lsm-second-dir-policy", c.LSMSecondDirPolicy, "lsm engine: free-space (each new sstable in the data or the second directory with probability proportional to the free space of its device, Cassandra's rule for several data directories) or lower-levels (sstables of the two lowest levels in the second directory, pebble's placement for a slower store)")
 	fs.StringVar(&c.FastDir, "fast-dir", c.FastDir, "lsm engine, tiered storage: directory on the fast device (an SSD) for the rows read most; setting it splits the engine into a fast and a slow store and starts moving rows between them by their reads (needs --fast-budget-bytes)")
@@ -330,7 +332,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.BTreeWriteBufferBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	if c.ReadFallbackPercentile < 0 || c.ReadFallbackPercentile >= 100 {

@@ -150,6 +150,7 @@ func engineOptions(cfg config.Config) catalog.Options {
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
 		LSMRowCacheBytes:       rowCache(cfg.LSMRowCacheBytes),
 		BTreeRowCacheBytes:     rowCache(cfg.BTreeRowCacheBytes),
+		BTreeWriteBufferBytes:  cfg.BTreeWriteBufferBytes,
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
 		LSMWALDir:              cfg.LSMWALDir,
 		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,

@@ -66,3 +66,9 @@ func TestCrashWriteBuffer(t *testing.T) {
 func TestCrash(t *testing.T)       { enginetest.RunCrash(t, factory()) }
 func TestCorruption(t *testing.T)  { enginetest.RunCorruption(t, factory()) }
 func BenchmarkEngine(b *testing.B) { enginetest.RunBenchmarks(b, factory()) }
+
+// BenchmarkEngineWriteBuffer is BenchmarkEngine with a 64 MiB write buffer, to set beside
+// it: go test -run XXX -bench 'BenchmarkEngine' ./internal/engine/btree.
+func BenchmarkEngineWriteBuffer(b *testing.B) {
+	enginetest.RunBenchmarks(b, bufferedWith("btree-write-buffer", 64<<20, 0))
+}

@@ -31,6 +31,9 @@ type Options struct {
 	// BTreeRowCacheBytes is the btree engine's row cache (0: the engine's default,
 	// negative: none).
 	BTreeRowCacheBytes int64
+	// BTreeWriteBufferBytes is the btree engine's write buffer (0: none; see
+	// btree.Options.WriteBufferBytes).
+	BTreeWriteBufferBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
 	// Logger receives engines' own log lines (the lsm engine's: pebble's write stalls,
@@ -83,7 +86,8 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 		}
 		return lsm.Open(dir, lsmOptions(o, o.Options, 1, 1))
 	case "btree":
-		return btree.Open(dir, btree.Options{Options: o.Options, RowCacheBytes: o.BTreeRowCacheBytes})
+		return btree.Open(dir, btree.Options{Options: o.Options, RowCacheBytes: o.BTreeRowCacheBytes,
+			WriteBufferBytes: o.BTreeWriteBufferBytes})
 	case "memory":
 		mo := memory.Options{Options: o.Options, SnapshotInterval: o.MemorySnapshotInterval}
 		if o.MemorySnapshot {
