@@ -39,6 +39,11 @@
 // writes the row back, or deletes the key when nothing is left. If a group's transaction
 // fails, each of its requests is retried alone, so one bad request fails alone.
 //
+// With Options.WriteBufferBytes set, the committer journals each group instead and keeps
+// its rows in memory, and a background flush merges them into the tree in key order, a
+// buffer at a time (see buffer.go and journal.go). Reads and iterators merge the buffered
+// rows with the tree's.
+//
 // # Durability
 //
 // In engine.Sync (the default) bbolt fsyncs every commit before Apply returns, and all the

@@ -12,7 +12,9 @@ import (
 )
 
 // NewIterator returns an iterator over [lo, hi) reading one bbolt read transaction: a
-// consistent snapshot that later commits do not change.
+// consistent snapshot that later commits do not change. With the write buffer on, the
+// buffered rows in range are taken (shared, not copied) as the transaction begins and
+// merged with the tree's.
 //
 // The transaction is held until the iterator is exhausted or closed, with bbolt's usual
 // costs: pages freed by later commits cannot be reused while it is open (the file grows
