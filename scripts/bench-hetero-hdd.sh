@@ -74,6 +74,9 @@ export HOMO_FLAGS=${HOMO_FLAGS:-"--lsm-cache-size-bytes=134217728 --lsm-row-cach
 # (BTREE_DIR= keeps it in the data directory, on the data disk, as the first runs did).
 BTREE_DIR=${BTREE_DIR-'/mnt/kura-hdd{host}/btree-heterogeneous'}
 export HETERO_FLAGS=${HETERO_FLAGS:-"--lsm-cache-size-bytes=67108864 --lsm-row-cache-bytes=33554432 --lsm-wal-dir=/mnt/kura-hdd{host}/wal-heterogeneous$(failover heterogeneous)${BTREE_DIR:+ --btree-dir=$BTREE_DIR}${HINTS_ROOT:+ --hints-dir=$HINTS_ROOT-heterogeneous}"}
+# HETERO_EXTRA_FLAGS are added to the heterogeneous cluster's flags, default or given, e.g.
+# "--btree-write-buffer-bytes=33554432".
+HETERO_FLAGS+=${HETERO_EXTRA_FLAGS:+ $HETERO_EXTRA_FLAGS}
 SPLIT="lsm=352M btree=160M"
 [ -n "${SHARED:-}" ] && SPLIT="@hetero{host}=512M"
 export HOMO_LIMITS=${HOMO_LIMITS:-"lsm=512M"} HETERO_LIMITS=${HETERO_LIMITS:-$SPLIT}
