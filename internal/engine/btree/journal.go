@@ -87,6 +87,7 @@ func createSegment(dir string, seq uint64) (*os.File, error) {
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
+		os.Remove(f.Name()) // so that the next try can create it again
 		return nil, err
 	}
 	return f, nil
