@@ -335,9 +335,21 @@ func waitHints(t *testing.T, admin string, ok func(int64) bool) int64 {
 // a write; internal/node's TestRestartedMemoryNodeRefillsBeforeServingReads builds that
 // case.)
 func TestDevHeterogeneousClusterSurvivesSIGKILLOfEachRole(t *testing.T) {
+	survivesSIGKILLOfEachRole(t)
+}
+
+// The same with the B+tree nodes' write buffer on, a small one (64 KiB) so that flushes
+// run all through the churn: a B+tree node SIGKILLed with writes in its journal and its
+// memtables replays them.
+func TestDevHeterogeneousClusterWithBTreeWriteBuffersSurvivesSIGKILLOfEachRole(t *testing.T) {
+	survivesSIGKILLOfEachRole(t, "--server-flag=--btree-write-buffer-bytes=65536")
+}
+
+func survivesSIGKILLOfEachRole(t *testing.T, extra ...string) {
 	base := freeBasePort(t, 9)
 	dataDir := logsOnFailure(t, t.TempDir())
-	_, nodes := startDev(t, "--hosts", "3", "--engines", "lsm,btree,memory", "--data-dir", dataDir, "--base-port", strconv.Itoa(base))
+	_, nodes := startDev(t, append([]string{"--hosts", "3", "--engines", "lsm,btree,memory", "--data-dir", dataDir,
+		"--base-port", strconv.Itoa(base)}, extra...)...)
 	if len(nodes) != 9 {
 		t.Fatalf("kura dev printed %d nodes", len(nodes))
 	}
