@@ -238,9 +238,9 @@ func TestMigratorSwapsOnReadOnceTheBudgetIsFull(t *testing.T) {
 	}
 }
 
-// With CountWrites, a row written often is hot like one read often: the window's decision
-// promotes it, and while the budget has room it moves as it is written, keeping every
-// cell. Without, writes leave rows where they are.
+// With CountWrites, a row written often beside reads is hot like one read often: the
+// window's decision promotes it, and while the budget has room it moves as it is written,
+// keeping every cell. Without CountWrites, writes leave rows where they are.
 func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 	for _, counting := range []bool{false, true} {
 		t.Run(fmt.Sprintf("count writes %v", counting), func(t *testing.T) {
@@ -248,10 +248,16 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 			fx := newFixtureCounting(t, tr, counting)
 			fx.apply("sizer", cell("v", "0123456789", 1))
 			m := fx.sizedMigrator("sizer", 4)
+			fx.clk.Advance(10 * time.Second)
+			// A window with reads beside the writes: from the next one on, writes count
+			// (writeGate; TestTieredNodeCountsWritesWhenAsked shows that writes alone do not).
+			mustGet(t, fx.db, "sizer")
+			fx.apply("sizer", cell("v", "0123456789", 2))
+			fx.clk.Advance(10 * time.Second)
 			for i := range 3 {
 				fx.apply("hot", cell("v", "0123456789", int64(2+i)))
 			}
-			fx.apply("cold", cell("v", "0123456789", 2))
+			mustGet(t, fx.db, "sizer") // so that writes still count in the next window
 			fx.clk.Advance(10 * time.Second)
 			if _, err := m.Step(time.UnixMicro(fx.clk.Now())); err != nil {
 				t.Fatal(err)
@@ -261,7 +267,7 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 				wantHot = tiered.Fast
 			}
 			if got := fx.db.HomeOf([]byte("hot")); got != wantHot {
-				t.Errorf("after a window with three writes and no read, hot is on the %s tier, want %s", got, wantHot)
+				t.Errorf("after a window with three writes of hot and one read of another row, hot is on the %s tier, want %s", got, wantHot)
 			}
 
 			// Promotion as rows are written, while the budget has room.

@@ -54,6 +54,11 @@ type Options struct {
 	// where its updates, and the reads that tend to follow them, stay off the slow device;
 	// and under a mixed workload the migrator learns which rows are hot twice as fast.
 	// Off, only reads count: rows written and never read stay on the slow tier.
+	//
+	// Writes count only while reads are at least a tenth of the requests the engine
+	// served in the tracker's previous window (see writeGate): a bulk load, or a node
+	// taking its ranges from its peers, writes rows once each and reads none, and would
+	// otherwise fill the fast tier with them.
 	CountWrites bool
 }
 
@@ -96,6 +101,9 @@ type DB struct {
 	// slowWrite, if set, is called after a write with each written key at home on the
 	// slow tier, when Options.CountWrites is set. It must not block, nor keep the key.
 	slowWrite atomic.Pointer[func(key []byte)]
+
+	// gate decides whether writes count now (Options.CountWrites).
+	gate writeGate
 
 	// counters, read by Stats and TierStats
 	fastKeys   atomic.Int64
@@ -263,10 +271,14 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		db.stripes[i].mu.RLock()
 	}
 	home, across := db.homeOf(batch)
+	counted := false
 	if db.opts.CountWrites && db.opts.Tracker != nil {
-		at := time.UnixMicro(db.opts.Clock())
-		for i := range batch {
-			db.opts.Tracker.Record(batch[i].Key, at)
+		now := db.opts.Clock()
+		if counted = db.gate.write(len(batch), now, db.opts.Tracker.Config().Window); counted {
+			at := time.UnixMicro(now)
+			for i := range batch {
+				db.opts.Tracker.Record(batch[i].Key, at)
+			}
 		}
 	}
 	if !across {
@@ -282,7 +294,7 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		for _, i := range idx {
 			db.stripes[i].mu.RUnlock()
 		}
-		if hook := db.slowWrite.Load(); hook != nil && err == nil && home == Slow && db.opts.CountWrites {
+		if hook := db.slowWrite.Load(); hook != nil && err == nil && home == Slow && counted {
 			for i := range batch {
 				(*hook)(batch[i].Key)
 			}
@@ -369,7 +381,11 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	home, inBoth := s.home(key)
 	db.reads[home].Add(1)
 	if db.opts.Tracker != nil {
-		db.opts.Tracker.Record(key, time.UnixMicro(db.opts.Clock()))
+		now := db.opts.Clock()
+		db.opts.Tracker.Record(key, time.UnixMicro(now))
+		if db.opts.CountWrites {
+			db.gate.read(now, db.opts.Tracker.Config().Window)
+		}
 	}
 	if hook := db.slowRead.Load(); hook != nil && home == Slow && !inBoth {
 		return db.getCapturing(key, *hook)
