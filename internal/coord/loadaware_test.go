@@ -50,7 +50,9 @@ func TestLoadAwareNeverAsksAReplicaFarSlowerThanASpare(t *testing.T) {
 		if len(asked) != need {
 			t.Fatalf("trial %d: asked %v for a level of %d (replicas %+v)", trial, asked, need, replicas)
 		}
-		byID := func(id ring.NodeID) Replica { return replicas[slices.IndexFunc(replicas, func(r Replica) bool { return r.ID == id })] }
+		byID := func(id ring.NodeID) Replica {
+			return replicas[slices.IndexFunc(replicas, func(r Replica) bool { return r.ID == id })]
+		}
 		for _, a := range asked {
 			ra := byID(a)
 			if !ra.readable() {
