@@ -175,6 +175,9 @@ type Stats struct {
 	BlockCacheHits, BlockCacheMisses int64
 	// CompactionReadBytes is what the store's compactions have read from its files.
 	CompactionReadBytes int64
+	// WriteStallNanos is how long writes have waited for the engine's flushes to free
+	// memory (btree with its write buffer); Flushes counts those flushes.
+	WriteStallNanos, Flushes int64
 }
 
 // Durability says when an applied write is safe from a crash.

@@ -14,6 +14,7 @@ type engineCollector struct {
 	cacheHits, cacheMisses       *prometheus.Desc
 	blockHits, blockMisses       *prometheus.Desc
 	compactionRead               *prometheus.Desc
+	writeStall, flushes          *prometheus.Desc
 }
 
 func newEngineCollector(eng engine.Engine) *engineCollector {
@@ -30,6 +31,10 @@ func newEngineCollector(eng engine.Engine) *engineCollector {
 		blockMisses: prometheus.NewDesc("kura_engine_block_cache_misses_total",
 			"Lookups the store's block cache did not answer: file reads, from the page cache or the device (lsm).", nil, labels),
 		compactionRead: prometheus.NewDesc("kura_engine_compaction_read_bytes_total", "Bytes the store's compactions read (lsm).", nil, labels),
+		writeStall: prometheus.NewDesc("kura_engine_write_stall_seconds_total",
+			"Time writes waited for the engine's flushes to free memory (btree with --btree-write-buffer-bytes).", nil, labels),
+		flushes: prometheus.NewDesc("kura_engine_write_buffer_flushes_total",
+			"Flushes of the write buffer into the store (btree with --btree-write-buffer-bytes).", nil, labels),
 	}
 }
 
@@ -42,6 +47,8 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.blockHits
 	ch <- c.blockMisses
 	ch <- c.compactionRead
+	ch <- c.writeStall
+	ch <- c.flushes
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -54,6 +61,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.blockHits, prometheus.CounterValue, float64(s.BlockCacheHits))
 	ch <- prometheus.MustNewConstMetric(c.blockMisses, prometheus.CounterValue, float64(s.BlockCacheMisses))
 	ch <- prometheus.MustNewConstMetric(c.compactionRead, prometheus.CounterValue, float64(s.CompactionReadBytes))
+	ch <- prometheus.MustNewConstMetric(c.writeStall, prometheus.CounterValue, float64(s.WriteStallNanos)/1e9)
+	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(s.Flushes))
 }
 
 // newRegistry returns a registry with the Go runtime and process collectors, the ones every

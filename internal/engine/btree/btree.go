@@ -379,6 +379,8 @@ func (d *DB) Stats() engine.Stats {
 		s.MemoryBytes += bytes
 		s.RowsEstimate += int64(rows)
 		s.Exact = rows == 0
+		flushes, stalled := d.buf.counters()
+		s.Flushes, s.WriteStallNanos = flushes, stalled.Nanoseconds()
 	}
 	if d.cache != nil {
 		_, cached := d.cache.Size()

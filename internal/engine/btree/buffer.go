@@ -113,8 +113,10 @@ type writeBuffer struct {
 	stop    chan struct{}
 	stopped chan struct{}
 
-	attempts int64 // flushes tried, failed or not; under mu
-	retryNow bool  // a Flush waits for a flush that failed: retry at once; under mu
+	attempts int64         // flushes tried, failed or not; under mu
+	retryNow bool          // a Flush waits for a flush that failed: retry at once; under mu
+	flushes  int64         // flushes done; under mu
+	stalled  time.Duration // the committer's waits for a flush; under mu
 }
 
 // get returns the buffered row of key, merged over both memtables, as a private copy.
@@ -137,7 +139,14 @@ func (b *writeBuffer) get(key []byte) (row.Row, bool) {
 	return out.Clone(), true
 }
 
-// bytes returns the memory the memtables hold, and how many rows.
+// counters returns the flushes done and the time writes waited for them.
+func (b *writeBuffer) counters() (flushes int64, stalled time.Duration) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.flushes, b.stalled
+}
+
+// size returns the memory the memtables hold, and how many rows.
 func (b *writeBuffer) size() (bytes int64, rows int) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -271,8 +280,12 @@ func (d *DB) commitBuffered(group []*request) error {
 func (d *DB) admit() error {
 	b := d.buf
 	b.mu.Lock()
-	for b.active.bytes >= b.limit && b.flushing != nil && b.err == nil {
-		b.cond.Wait()
+	if b.active.bytes >= b.limit && b.flushing != nil && b.err == nil {
+		start := time.Now()
+		for b.active.bytes >= b.limit && b.flushing != nil && b.err == nil {
+			b.cond.Wait()
+		}
+		b.stalled += time.Since(start)
 	}
 	full, err := b.active.bytes >= b.limit, b.err
 	b.mu.Unlock()
@@ -371,6 +384,7 @@ func (d *DB) flushLoop() {
 		b.retryNow = false
 		if err == nil {
 			b.flushing, b.err = nil, nil
+			b.flushes++
 		} else {
 			b.err = err
 			retry = time.Now().Add(flushRetry)

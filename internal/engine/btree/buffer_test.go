@@ -44,7 +44,7 @@ func TestWriteBufferWritesAKeyOncePerFlush(t *testing.T) {
 		if buffered && commits != 1 || !buffered && commits < 1000 {
 			t.Fatalf("buffered %t: %d commits for 1,000 writes of one key", buffered, commits)
 		}
-		if s := d.Stats(); s.RowsEstimate != 1 || !s.Exact {
+		if s := d.Stats(); s.RowsEstimate != 1 || !s.Exact || buffered && s.Flushes != 1 {
 			t.Fatalf("after the flush: %+v", s)
 		}
 	}
@@ -120,6 +120,9 @@ func TestWriteBufferStallsBehindASlowFlushAndFailsWithAFailingOne(t *testing.T) 
 	failing.Store(true)
 	close(release) // the held flush fails, and so does every retry until failing is cleared
 	err := <-done
+	if s := d.Stats(); s.WriteStallNanos < int64(200*time.Millisecond) {
+		t.Errorf("writes waited %v for the flush by Stats; want most of the 300ms it was held", time.Duration(s.WriteStallNanos))
+	}
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("a write waiting for a failed flush: %v; want its error", err)
 	}
