@@ -144,12 +144,13 @@ disk_sample() {
 }
 # coord_sample CLUSTER LABEL: the replica requests its coordinators sent, by method and
 # role, the fallbacks they took and their late reads past the retry budget (denied, or
-# sent to quick spares), summed over the cluster's nodes (metrics.txt), so that a run
-# shows where its reads and writes went.
+# sent to quick spares), and the B+tree write buffers' flushes and write stalls, summed
+# over the cluster's nodes (metrics.txt), so that a run shows where its reads and writes
+# went.
 coord_sample() {
   local a
   while read -r a; do curl -s --max-time 5 "http://$a/metrics"; done < <(admin_addrs "$1") |
-    awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_[a-z_]+)_total/ { s[$1] += $2 }
+    awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_[a-z_]+)_total/ || /^kura_engine_write_(stall_seconds|buffer_flushes)_total/ { s[$1] += $2 }
       END { for (k in s) if (s[k] > 0) printf "%s %s %d\n", l, k, s[k] }' | sort
 }
 # latency_sample CLUSTER LABEL: each coordinator's recent read latency of each replica
