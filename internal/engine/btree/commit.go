@@ -116,9 +116,19 @@ func (d *DB) commitGroup(w *writer, group []*request) {
 	if d.buf != nil {
 		err := d.commitBuffered(group)
 		if d.cache != nil {
-			for _, r := range group { // once the rows are in the memtable: see rowcache.Cache
+			// Once the rows are in the memtable (see rowcache.Cache). A cached row is what
+			// a read returned, the tree's row merged with the buffer's: merging the write
+			// in gives what a read returns now.
+			for _, r := range group {
 				for i := range r.batch {
-					d.cache.Invalidate(r.batch[i].Key)
+					if err != nil {
+						d.cache.Invalidate(r.batch[i].Key)
+						continue
+					}
+					m := &r.batch[i]
+					d.cache.Update(m.Key, func(cached row.Row, found bool) (row.Row, bool, error) {
+						return row.Merge(cached, m.Row), found || !m.Row.IsEmpty(), nil
+					})
 				}
 			}
 		}
@@ -152,6 +162,10 @@ type writer struct {
 	// purged, when not nil, is called with each key whose row the grace period's purge
 	// changed.
 	purged func(key []byte)
+	// stored, when not nil, records the value each key written now has in the tree (nil:
+	// deleted), for the row cache once the transaction commits. Keys whose value did not
+	// change are not recorded.
+	stored map[string][]byte
 }
 
 // update applies reqs in one transaction and, on success, publishes the new row count.
@@ -160,11 +174,15 @@ func (w *writer) update(reqs []*request) (err error) {
 	defer guard(&err, panicOnFault())
 	if w.d.cache != nil {
 		// Once the transaction has committed (new read transactions see it) or rolled
-		// back: see rowcache.Cache.
+		// back (see rowcache.Cache): a cached key gets the row the tree now holds.
+		if w.stored == nil {
+			w.stored = make(map[string][]byte)
+		}
+		clear(w.stored)
 		defer func() {
 			for _, r := range reqs {
 				for i := range r.batch {
-					w.d.cache.Invalidate(r.batch[i].Key)
+					w.refreshCached(r.batch[i].Key, err == nil)
 				}
 			}
 		}()
@@ -218,6 +236,9 @@ func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int6
 	case merged.IsEmpty() && old == nil:
 		return 0, nil
 	case merged.IsEmpty():
+		if w.stored != nil {
+			w.stored[string(m.Key)] = nil
+		}
 		return -1, deleteKey(b, m.Key)
 	}
 	// bbolt keeps the value slice until the transaction commits, so every Put gets its own
@@ -236,8 +257,31 @@ func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int6
 	if err := putKey(b, m.Key, v); err != nil {
 		return 0, fmt.Errorf("key %.64q: %w", m.Key, err)
 	}
+	if w.stored != nil {
+		w.stored[string(m.Key)] = v // bbolt keeps v until the commit anyway
+	}
 	if old == nil {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// refreshCached brings key's row cache entry up to date after a transaction that wrote
+// key: the row the tree now holds when it committed, nothing cached when it did not.
+func (w *writer) refreshCached(key []byte, committed bool) {
+	if !committed {
+		w.d.cache.Invalidate(key)
+		return
+	}
+	v, changed := w.stored[string(key)]
+	w.d.cache.Update(key, func(cached row.Row, found bool) (row.Row, bool, error) {
+		switch {
+		case !changed: // the write changed nothing stored
+			return cached, found, nil
+		case v == nil:
+			return row.Row{}, false, nil
+		}
+		r, err := decodeValue(key, v) // we encoded it: only a bug fails, and drops the entry
+		return r, true, err
+	})
 }

@@ -59,8 +59,10 @@
 // Get first looks in a row cache (package rowcache; Options.RowCacheBytes), which holds the
 // rows read recently one by one: the OS caches the file a page at a time, and a page holds
 // a hot row with its cold neighbours, so with data larger than memory the same memory
-// holds up to three times more hot rows as a row cache. The committer invalidates every key
-// of a group once its transaction has committed. On a miss Get runs in its own read
+// holds up to three times more hot rows as a row cache. Once a group's transaction has
+// committed, the committer gives each of its keys that is cached the row the tree now holds
+// (rowcache.Cache.Update; with the write buffer, the cached row with the write merged in),
+// so that a row read and written often stays cached. On a miss Get runs in its own read
 // transaction and copies the value out of the memory map before decoding, so the row
 // belongs to the caller. View (engine.Viewer) lends a cached row's encoding to a replica
 // computing a digest. NewIterator holds a read transaction for its lifetime and does not

@@ -138,14 +138,7 @@ func (c *Cache) Get(key []byte) (e *Entry, gen uint64) {
 // admission). It returns the entry for r whether or not it was cached. An empty row is
 // cached as not found, which is what a read makes of it.
 func (c *Cache) Put(key []byte, gen uint64, r *row.Row, found bool) *Entry {
-	e := &Entry{key: string(key), found: found && !r.IsEmpty(), plain: r.Deleted == 0}
-	if e.found {
-		e.enc = row.AppendEncode(make([]byte, 0, row.EncodedSize(r)), r)
-		for i := range r.Cells {
-			e.plain = e.plain && !r.Cells[i].Tombstone && r.Cells[i].ExpiresAt == 0
-		}
-	}
-	e.size = int64(entryOverhead + len(key) + len(e.enc))
+	e := newEntry(key, r, found)
 	s, h := c.shardOf(key)
 	if e.size > s.limit/4 {
 		return e
@@ -251,6 +244,65 @@ func (s *shard) remove(e *Entry) {
 	s.clock[last] = nil
 	s.clock = s.clock[:last]
 	s.bytes -= e.size
+}
+
+// newEntry returns an entry holding r, not cached yet.
+func newEntry(key []byte, r *row.Row, found bool) *Entry {
+	e := &Entry{key: string(key), found: found && !r.IsEmpty(), plain: r.Deleted == 0}
+	if e.found {
+		e.enc = row.AppendEncode(make([]byte, 0, row.EncodedSize(r)), r)
+		for i := range r.Cells {
+			e.plain = e.plain && !r.Cells[i].Tombstone && r.Cells[i].ExpiresAt == 0
+		}
+	}
+	e.size = int64(entryOverhead + len(key) + len(e.enc))
+	return e
+}
+
+// Update replaces key's entry, if key is cached, with the row fn returns given the cached
+// one (found false: the entry records that nothing is stored; fn must not modify the
+// row's bytes), and, as Invalidate does, keeps loads of key that began before it from
+// caching what they read. An engine calls it where it would call Invalidate, once a write
+// is visible to the store's readers, with an fn that returns what a read of the store
+// returns now: the row it wrote, or the cached row with the write merged in. A key read
+// and written often then stays cached, where Invalidate would send the read after each
+// write to the store (on a disk that seeks, a seek). A key not cached stays so: writes do
+// not fill the cache. fn runs under the shard's lock. When fn fails, or the cached row
+// does not decode (only a bug), the entry is dropped instead.
+func (c *Cache) Update(key []byte, fn func(r row.Row, found bool) (row.Row, bool, error)) {
+	s, _ := c.shardOf(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	old, ok := s.entries[string(key)]
+	if !ok {
+		return
+	}
+	var r row.Row
+	if old.found {
+		var err error
+		if r, err = row.Decode(old.enc); err != nil {
+			s.remove(old)
+			return
+		}
+	}
+	nr, found, err := fn(r, old.found)
+	if err != nil {
+		s.remove(old)
+		return
+	}
+	e := newEntry(key, &nr, found)
+	if e.size > s.limit/4 {
+		s.remove(old)
+		return
+	}
+	e.idx, e.ref = old.idx, old.ref
+	s.clock[e.idx] = e
+	s.entries[e.key] = e
+	s.bytes += e.size - old.size
+	for s.bytes > s.limit && len(s.clock) > 1 { // e is larger than the row it replaced
+		s.evictOther(e)
+	}
 }
 
 // Size returns the entries and bytes cached.

@@ -178,3 +178,44 @@ func TestLoadReadsOnlyOnAMissAndNeverCachesAFailure(t *testing.T) {
 		t.Fatalf("%d reads of the store for a failure and three loads, want 2", reads)
 	}
 }
+
+// Update keeps a cached key cached with the row it is given, leaves a key not cached
+// uncached, and, like Invalidate, keeps a load that began before it from caching what it
+// read.
+func TestRowCacheUpdateKeepsWrittenRowsCachedAndDropsRacingLoads(t *testing.T) {
+	c := New(1 << 20)
+	key, other := []byte("k"), []byte("other")
+	_, gen := c.Get(key)
+	old := cellRow("old", 1)
+	c.Put(key, gen, &old, true)
+	merge := func(w row.Row) func(row.Row, bool) (row.Row, bool, error) {
+		return func(r row.Row, _ bool) (row.Row, bool, error) { return row.Merge(r, w), true, nil }
+	}
+	c.Update(key, merge(cellRow("new", 2)))
+	e, _ := c.Get(key)
+	if want := cellRow("new", 2); e == nil || !e.found || !bytes.Equal(e.enc, row.Encode(&want)) {
+		t.Fatalf("after an update: %+v, want the merged row", e)
+	}
+	c.Update(other, merge(cellRow("v", 1)))
+	if e, _ := c.Get(other); e != nil {
+		t.Fatal("an update cached a key that was not cached")
+	}
+	_, gen = c.Get(other) // a load of other began...
+	c.Update(other, merge(cellRow("v", 2)))
+	stale := cellRow("v", 1)
+	c.Put(other, gen, &stale, true) // ...and ended after the write
+	if e, _ := c.Get(other); e != nil {
+		t.Fatal("a load that raced an update cached what it read")
+	}
+	c.Update(key, func(row.Row, bool) (row.Row, bool, error) { return row.Row{}, false, nil }) // deleted
+	if e, _ := c.Get(key); e == nil || e.found {
+		t.Fatalf("after an update to nothing stored: %+v, want a cached miss", e)
+	}
+	if n, b := c.Size(); n != 1 || b <= 0 {
+		t.Fatalf("size %d entries, %d bytes; want 1", n, b)
+	}
+	c.Update(key, func(row.Row, bool) (row.Row, bool, error) { return row.Row{}, false, errors.New("bug") })
+	if e, _ := c.Get(key); e != nil {
+		t.Fatal("an update that failed left the entry cached")
+	}
+}
