@@ -347,9 +347,22 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	err := db.pdb.Apply(b, db.wo)
 	if db.rows != nil {
 		// Once the batch is visible (Apply returned), and even if it failed (part of it
-		// may be): see rowcache.Cache.
+		// may be): see rowcache.Cache. A cached row is the merge of the key's operands
+		// that a read returned, so with the write's operand merged in it is what a read
+		// returns now (the merge is commutative: concurrent writers' updates land in any
+		// order), and a key read and written often stays cached. Not for a write with
+		// anything older than the purge horizon: the read that filled the cache may have
+		// purged a tombstone that shadows it, which pebble still holds.
+		horizon := db.opts.Clock() - db.opts.GracePeriod.Microseconds()
 		for i := range batch {
-			db.rows.Invalidate(batch[i].Key)
+			m := &batch[i]
+			if err != nil || !newerThan(&m.Row, horizon) {
+				db.rows.Invalidate(m.Key)
+				continue
+			}
+			db.rows.Update(m.Key, func(cached row.Row, found bool) (row.Row, bool, error) {
+				return row.Merge(cached, m.Row), found || !m.Row.IsEmpty(), nil
+			})
 		}
 	}
 	if err != nil {
@@ -462,6 +475,20 @@ func (db *DB) getStored(key []byte) (row.Row, bool, error) {
 		return row.Row{}, false, fmt.Errorf("lsm: get %q: %w: %w", key, engine.ErrCorrupt, err)
 	}
 	return r, true, nil
+}
+
+// newerThan reports whether everything r holds (cells, row tombstone) is timestamped
+// after horizon.
+func newerThan(r *row.Row, horizon int64) bool {
+	if r.Deleted != 0 && r.Deleted <= horizon {
+		return false
+	}
+	for i := range r.Cells {
+		if r.Cells[i].Timestamp <= horizon {
+			return false
+		}
+	}
+	return true
 }
 
 // readView applies the read-time purge and engine.ReadView to a decoded row.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/enginetest"
@@ -112,5 +113,45 @@ func TestWALDirHoldsTheLog(t *testing.T) {
 	got, ok, err := db.Get([]byte("k"))
 	if err != nil || !ok || len(got.Cells) != 1 || string(got.Cells[0].Value) != "v" {
 		t.Fatalf("after reopening: %v %v %v", got, ok, err)
+	}
+}
+
+// A write of a cached key leaves it cached with the write merged in, so the next read hits
+// and sees it; a write timestamped before the purge horizon invalidates it instead (the
+// read that cached the row may have purged a tombstone that shadows the write).
+func TestRowCacheKeepsWrittenKeysUpToDate(t *testing.T) {
+	clk := enginetest.NewManualClock(enginetest.StartMicros)
+	db, err := lsm.Open(t.TempDir(), lsm.Options{Options: engine.Options{Clock: clk.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := clk.Now()
+	put := func(v string, ts int64) {
+		t.Helper()
+		err := db.Apply([]row.Mutation{{Key: []byte("k"), Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte(v), Timestamp: ts}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(want string) {
+		t.Helper()
+		r, found, err := db.Get([]byte("k"))
+		if err != nil || !found || string(r.Cells[0].Value) != want {
+			t.Fatalf("get: %v %v %v, want %q", r, found, err, want)
+		}
+	}
+	counts := func() (int64, int64) { s := db.Stats(); return s.RowCacheHits, s.RowCacheMisses }
+	put("v1", now-2)
+	get("v1") // a miss, cached
+	put("v2", now-1)
+	get("v2")
+	if hits, misses := counts(); hits != 1 || misses != 1 {
+		t.Fatalf("a read after a write of a cached key: %d hits, %d misses; want 1, 1", hits, misses)
+	}
+	put("old", now-2*int64(engine.DefaultGracePeriod/time.Microsecond)) // loses to v2, and is older than the horizon
+	get("v2")
+	if hits, misses := counts(); hits != 1 || misses != 2 {
+		t.Fatalf("a read after a write older than the purge horizon: %d hits, %d misses; want 1, 2", hits, misses)
 	}
 }
