@@ -3,10 +3,7 @@ package coord
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -19,15 +16,7 @@ import (
 // whatever the roles, lags and latencies; and it asks the replicas the level needs.
 // Randomized; KURA_SEED repeats a run.
 func TestLoadAwareNeverAsksAReplicaFarSlowerThanASpare(t *testing.T) {
-	seed := rand.Uint64()
-	if s := os.Getenv("KURA_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("seed %d (KURA_SEED=%d to repeat)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := seededRand(t)
 	roles := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
 	for trial := range 20000 {
 		n := 2 + rng.IntN(4)

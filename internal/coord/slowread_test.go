@@ -18,15 +18,7 @@ import (
 // than the level needs. Every read replies exactly once. Randomized; KURA_SEED repeats a
 // run.
 func TestReadWithSlowRepliesSeesQuorumWrites(t *testing.T) {
-	seed := rand.Uint64()
-	if s := os.Getenv("KURA_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("seed %d (KURA_SEED=%d to repeat)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := seededRand(t)
 	old, err := parseRow("c:v1@10")
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +94,18 @@ func TestReadWithSlowRepliesSeesQuorumWrites(t *testing.T) {
 			t.Fatalf("read %d (policy %T, missing %d, failing %q): replied %v, lacking the acknowledged %v", i, p, missing, failing, reply.Row, acked)
 		}
 	}
+}
+
+// seededRand returns a generator seeded from KURA_SEED, or at random, and logs the seed.
+func seededRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := rand.Uint64()
+	if s := os.Getenv("KURA_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d (KURA_SEED=%d to repeat)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 0))
 }

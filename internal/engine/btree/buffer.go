@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -179,15 +180,7 @@ func (b *writeBuffer) snapshot(lo, hi []byte) []bufferedRow {
 			out = append(out, bufferedRow{key: k, row: r})
 		}
 	}
-	slices.SortFunc(out, func(a, b bufferedRow) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b bufferedRow) int { return cmp.Compare(a.key, b.key) })
 	return out
 }
 
