@@ -171,10 +171,10 @@ type writer struct {
 // update applies reqs in one transaction and, on success, publishes the new row count.
 func (w *writer) update(reqs []*request) (err error) {
 	var count int64
-	defer guard(&err, panicOnFault())
 	if w.d.cache != nil {
 		// Once the transaction has committed (new read transactions see it) or rolled
 		// back (see rowcache.Cache): a cached key gets the row the tree now holds.
+		// Deferred before guard, so that it runs after guard has turned a panic into err.
 		if w.stored == nil {
 			w.stored = make(map[string][]byte)
 		}
@@ -187,6 +187,7 @@ func (w *writer) update(reqs []*request) (err error) {
 			}
 		}()
 	}
+	defer guard(&err, panicOnFault())
 	err = w.d.bolt.Update(func(tx *bbolt.Tx) error {
 		b, err := buckets(tx)
 		if err != nil {
