@@ -42,8 +42,12 @@ type Config struct {
 	// this should exceed the number of rows the fast device holds.
 	TopKeys int
 	// HistoryWindows sets the memory of Score: each window counts 1-1/HistoryWindows as
-	// much as the next newer one; default 8 (a window's reads weigh half after about five
-	// windows).
+	// much as the next newer one; default 128 (a window's reads weigh half after about 89
+	// windows, 15 minutes of 10 s windows, and a lone read is remembered for 128). A
+	// placement ranking rows of which most are read less than once an hour needs that
+	// long a memory: with 8, a tiered node's fast tier, once full, swapped rows it had
+	// learned were hot for rows merely read last (docs/design/tiered.md, "Memory of the
+	// ranking").
 	HistoryWindows int
 }
 
@@ -61,7 +65,7 @@ func (c Config) withDefaults() Config {
 		c.TopKeys = 65536
 	}
 	if c.HistoryWindows <= 1 {
-		c.HistoryWindows = 8
+		c.HistoryWindows = 128
 	}
 	return c
 }
@@ -175,12 +179,16 @@ func (t *Tracker) Hot(key []byte, now time.Time) bool {
 }
 
 // scoreScale is the fixed point of the history sketch: a read adds scoreScale, so that
-// aging can take fractions of a read away.
-const scoreScale = 16
+// aging can take fractions of a read away. Aging takes at least one unit a window (it
+// rounds up, so that counters reach zero), which bounds how long a lone read is
+// remembered to scoreScale windows whatever HistoryWindows says: 256 lets a read last
+// over 40 minutes of 10 s windows, at the cost of counts capped at 255 reads (ample for a
+// ranking: the rows read that often are the hottest, all on the fast tier).
+const scoreScale = 256
 
 // Score returns key's reads over the complete windows before now, each window weighing
 // 1-1/HistoryWindows as much as the next newer one (an estimate, never below the true
-// aged count, capped at 4,095): a ranking with a longer memory than one window, which a
+// aged count, capped at 255): a ranking with a longer memory than one window, which a
 // placement needs when most rows it ranks are read less than once a window.
 func (t *Tracker) Score(key []byte, now time.Time) float64 {
 	s, h := t.lockFor(key, now)

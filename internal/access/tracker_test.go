@@ -149,13 +149,13 @@ func TestScoreAgesPastWindows(t *testing.T) {
 		t.Errorf("after one window: a %v, b %v; want 4 and 1", ga, gb)
 	}
 	tr.Record(b, t0.Add(15*time.Second))
-	// a: 64 sixteenths, less a quarter = 48; b: 16 - 4 + 16 = 28.
+	// In 256ths of a read: a 1024, less a quarter = 768; b: 256 - 64 + 256 = 448.
 	if ga, gb := tr.Score(a, t0.Add(20*time.Second)), tr.Score(b, t0.Add(20*time.Second)); ga != 3 || gb != 1.75 {
 		t.Errorf("after two windows: a %v, b %v; want 3 and 1.75", ga, gb)
 	}
-	// Three windows with no read at all: 48 -> 36 -> 27 -> 20.
-	if got := tr.Score(a, t0.Add(50*time.Second)); got != 20.0/16 {
-		t.Errorf("after a gap: a %v, want %v", got, 20.0/16)
+	// Three windows with no read at all: 768 -> 576 -> 432 -> 324.
+	if got := tr.Score(a, t0.Add(50*time.Second)); got != 324.0/256 {
+		t.Errorf("after a gap: a %v, want %v", got, 324.0/256)
 	}
 	if got := tr.Score(a, t0.Add(1000*time.Second)); got != 0 {
 		t.Errorf("long after: a %v, want 0", got)
@@ -167,7 +167,7 @@ func TestScoreIsNeverBelowTheExactAgedCount(t *testing.T) {
 	sd := seed(t)
 	r := rand.New(rand.NewSource(int64(sd)))
 	z := zipfian(20000, 0.99)
-	tr := New(Config{Window: time.Second, Counters: 1 << 16})
+	tr := New(Config{Window: time.Second, Counters: 1 << 16, HistoryWindows: 8})
 	exact := map[int]uint32{}
 	for w := range 6 {
 		counts := map[int]uint32{}
@@ -180,13 +180,13 @@ func TestScoreIsNeverBelowTheExactAgedCount(t *testing.T) {
 			exact[k] = v - (v+7)/8
 		}
 		for k, c := range counts {
-			exact[k] += c * 16
+			exact[k] += c * scoreScale
 		}
 	}
 	now := t0.Add(6 * time.Second)
 	for k, v := range exact {
-		if got := tr.Score(key(k), now); got < float64(min(v, 65535))/16 {
-			t.Fatalf("key %d: score %v below its exact aged count %v (seed %d)", k, got, float64(v)/16, sd)
+		if got := tr.Score(key(k), now); got < float64(min(v, 65535))/scoreScale {
+			t.Fatalf("key %d: score %v below its exact aged count %v (seed %d)", k, got, float64(v)/scoreScale, sd)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // The migrator follows the reads: the highest-scored rows in while the budget lasts, then
 // a row scored more than twice as high as the lowest on the fast tier takes its place.
 func TestMigratorPromotesTheMostReadRowsAndDisplacesCooledOnes(t *testing.T) {
-	tr := access.New(access.Config{Window: 10 * time.Second})
+	tr := access.New(access.Config{Window: 10 * time.Second, HistoryWindows: 8})
 	fx := newFixtureWith(t, tr)
 	for i := range 10 {
 		fx.apply(fmt.Sprintf("k%d", i), cell("v", "0123456789", 1))
@@ -61,22 +61,23 @@ func TestMigratorPromotesTheMostReadRowsAndDisplacesCooledOnes(t *testing.T) {
 		t.Errorf("decision %+v: want 3 promoted, 1 demoted (k9, unread), threshold 3 (the budget is full)", d)
 	}
 
-	// Scores age by an eighth a window (sixteenths of a read): k1 126, k2 80-10+16 = 86,
-	// k3 42, k4 16-2+32 = 46: k4 is not twice k3, so nothing moves.
+	// Scores age by an eighth a window (in 256ths of a read): k1 2304-288 = 2016, k2
+	// 1280-160+256 = 1376, k3 768-96 = 672, k4 256-32+512 = 736: k4 is not twice k3, so
+	// nothing moves.
 	read("k2", 1)
 	read("k4", 2)
 	d = step()
 	if got, want := homes(), " k1 k2 k3"; got != want || d.Promoted+d.Demoted != 0 {
 		t.Errorf("fast tier after the second window:%s, want%s unchanged (decision %+v)", got, want, d)
 	}
-	// k4: 46-6+128 = 168, over twice k3's 42-6 = 36: it takes k3's place.
+	// k4: 736-92+2048 = 2692, over twice k3's 672-84 = 588: it takes k3's place.
 	read("k4", 8)
 	d = step()
 	if got, want := homes(), " k1 k2 k4"; got != want {
 		t.Errorf("fast tier after the third window:%s, want%s", got, want)
 	}
-	if d.Promoted != 1 || d.Demoted != 1 || d.Threshold != (86.0-11)/16 {
-		t.Errorf("decision %+v: want 1 promoted, 1 demoted, threshold %v (k2's score, the lowest kept)", d, (86.0-11)/16)
+	if d.Promoted != 1 || d.Demoted != 1 || d.Threshold != (1376.0-172)/256 {
+		t.Errorf("decision %+v: want 1 promoted, 1 demoted, threshold %v (k2's score, the lowest kept)", d, (1376.0-172)/256)
 	}
 	for _, k := range []string{"k1", "k2", "k3", "k4"} {
 		fx.expect(k, `{"v"@1700000000000001="0123456789"}`)
