@@ -43,7 +43,7 @@ type Config struct {
 	TopKeys int
 	// HistoryWindows sets the memory of Score: each window counts 1-1/HistoryWindows as
 	// much as the next newer one; default 128 (a window's reads weigh half after about 89
-	// windows, 15 minutes of 10 s windows, and a lone read is remembered for 128). A
+	// windows, 15 minutes of 10 s windows, and a lone read is remembered for 192). A
 	// placement ranking rows of which most are read less than once an hour needs that
 	// long a memory: with 8, a tiered node's fast tier, once full, swapped rows it had
 	// learned were hot for rows merely read last (docs/design/tiered.md, "Memory of the
