@@ -288,27 +288,27 @@ func (d *DB) admit() error {
 	if err != nil {
 		return fmt.Errorf("btree: apply: write buffer full, its flush failing: %w", err)
 	}
-	if _, err := b.rotate(d.opts.Durability == engine.Periodic); err != nil {
+	if err := b.rotate(d.opts.Durability == engine.Periodic); err != nil {
 		return fmt.Errorf("btree: apply: write buffer full: %w", err)
 	}
 	return nil
 }
 
 // rotate makes the active memtable the flushing one, if there is none and the active one
-// holds something, and starts a new segment and memtable. It reports whether it did; it
-// fails only if the new segment cannot be started, which leaves things as they were.
-func (b *writeBuffer) rotate(syncOld bool) (bool, error) {
+// holds something, and starts a new segment and memtable. It fails only if the new
+// segment cannot be started, which leaves things as they were.
+func (b *writeBuffer) rotate(syncOld bool) error {
 	b.jmu.Lock()
 	defer b.jmu.Unlock()
 	b.mu.RLock()
 	busy := b.flushing != nil || len(b.active.rows) == 0
 	b.mu.RUnlock()
 	if busy {
-		return false, nil
+		return nil
 	}
 	f, err := createSegment(b.dir, b.j.seq+1)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if syncOld {
 		// In Periodic durability the segment's last writes may not be on disk yet; the
@@ -316,7 +316,7 @@ func (b *writeBuffer) rotate(syncOld bool) (bool, error) {
 		// find them in it.
 		if err := b.j.sync(); err != nil {
 			f.Close()
-			return false, err
+			return err
 		}
 	}
 	if b.j.f != nil {
@@ -327,7 +327,7 @@ func (b *writeBuffer) rotate(syncOld bool) (bool, error) {
 	b.flushing, b.active = b.active, newMemtable(b.j.seq, time.Now())
 	b.mu.Unlock()
 	b.wake()
-	return true, nil
+	return nil
 }
 
 func (b *writeBuffer) wake() {
@@ -353,17 +353,14 @@ func (d *DB) flushLoop() {
 		case <-tick.C:
 		}
 		b.mu.RLock()
-		flushing, failed := b.flushing, b.err != nil
-		due := len(b.active.rows) > 0 && (b.active.bytes >= b.limit || time.Since(b.active.opened) >= b.interval)
+		due := b.flushing == nil && len(b.active.rows) > 0 &&
+			(b.active.bytes >= b.limit || time.Since(b.active.opened) >= b.interval)
 		b.mu.RUnlock()
-		if flushing == nil && due {
-			_, _ = b.rotate(d.opts.Durability == engine.Periodic) // a failure: the next tick tries again
-			b.mu.RLock()
-			flushing = b.flushing
-			b.mu.RUnlock()
+		if due {
+			_ = b.rotate(d.opts.Durability == engine.Periodic) // a failure: the next tick tries again
 		}
 		b.mu.RLock()
-		now := b.retryNow
+		flushing, failed, now := b.flushing, b.err != nil, b.retryNow
 		b.mu.RUnlock()
 		if flushing == nil || failed && !now && time.Now().Before(retry) {
 			continue
@@ -478,7 +475,7 @@ func (d *DB) drainBuffer() error {
 	}
 	// The writes applied so far are all in the active memtable now. If rotate finds it
 	// empty or a flush under way, the committer rotated it first.
-	if _, err := b.rotate(d.opts.Durability == engine.Periodic); err != nil {
+	if err := b.rotate(d.opts.Durability == engine.Periodic); err != nil {
 		return fmt.Errorf("btree: flush: %w", err)
 	}
 	return b.waitFlushed()

@@ -125,10 +125,7 @@ func (d *DB) commitGroup(w *writer, group []*request) {
 						d.cache.Invalidate(r.batch[i].Key)
 						continue
 					}
-					m := &r.batch[i]
-					d.cache.Update(m.Key, func(cached row.Row, found bool) (row.Row, bool, error) {
-						return row.Merge(cached, m.Row), found || !m.Row.IsEmpty(), nil
-					})
+					d.cache.MergeWrite(r.batch[i].Key, &r.batch[i].Row)
 				}
 			}
 		}

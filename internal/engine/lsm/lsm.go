@@ -360,9 +360,7 @@ func (db *DB) Apply(batch []row.Mutation) error {
 				db.rows.Invalidate(m.Key)
 				continue
 			}
-			db.rows.Update(m.Key, func(cached row.Row, found bool) (row.Row, bool, error) {
-				return row.Merge(cached, m.Row), found || !m.Row.IsEmpty(), nil
-			})
+			db.rows.MergeWrite(m.Key, &m.Row)
 		}
 	}
 	if err != nil {

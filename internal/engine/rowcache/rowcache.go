@@ -305,6 +305,15 @@ func (c *Cache) Update(key []byte, fn func(r row.Row, found bool) (row.Row, bool
 	}
 }
 
+// MergeWrite is Update for a store whose reads return the merge of every write (row.Merge
+// is commutative, so concurrent writers' calls may come in any order): key's cached row,
+// if any, becomes the cached row with w merged in.
+func (c *Cache) MergeWrite(key []byte, w *row.Row) {
+	c.Update(key, func(cached row.Row, found bool) (row.Row, bool, error) {
+		return row.Merge(cached, *w), found || !w.IsEmpty(), nil
+	})
+}
+
 // Size returns the entries and bytes cached.
 func (c *Cache) Size() (entries int, bytes int64) {
 	for i := range c.shards {
