@@ -50,6 +50,18 @@ func newAdminCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newTiersCmd(&addr))
 	cmd.AddCommand(&cobra.Command{
+		Use:   "store",
+		Short: "The node's store as its engine describes it (lsm: pebble's levels, compactions by kind, caches)",
+		Long: `store prints what the engine of the node at --admin reports about its store, like
+nodetool tablestats: for lsm, pebble's metrics table (each level's files, size, bytes in,
+read and written, write amplification; compactions by kind; flushes; caches; the log);
+for a tiered node, each tier's. Engines without such a report (btree, memory) say so.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return printAdmin(cmd.Context(), cmd.OutOrStdout(), http.MethodGet, addr, "/debug/store")
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
 		Use:   "rebuild",
 		Short: "Refill the node's replica from its peers (like nodetool rebuild); it serves no reads until done",
 		Long: `rebuild makes the node at --admin pull every range it replicates from the other replicas
@@ -61,15 +73,15 @@ faster than replaying the hints in the order they were written. Once it is done,
 coordinators discard the hints for it created before it started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return postAdmin(cmd.Context(), cmd.OutOrStdout(), addr, "/rebuild")
+			return printAdmin(cmd.Context(), cmd.OutOrStdout(), http.MethodPost, addr, "/rebuild")
 		},
 	})
 	return cmd
 }
 
-// postAdmin POSTs to path on a node's admin address and prints the answer.
-func postAdmin(ctx context.Context, out io.Writer, addr, path string) error {
-	body, err := adminRequest(ctx, http.MethodPost, addr, path)
+// printAdmin sends method to path on a node's admin address and prints the answer.
+func printAdmin(ctx context.Context, out io.Writer, method, addr, path string) error {
+	body, err := adminRequest(ctx, method, addr, path)
 	if err != nil {
 		return err
 	}

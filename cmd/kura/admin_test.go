@@ -88,10 +88,10 @@ func TestAdminRebuildPostsAndReportsRefusals(t *testing.T) {
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	var out strings.Builder
-	if err := postAdmin(context.Background(), &out, addr, "/rebuild"); err != nil || out.String() != "rebuilding\n" {
+	if err := printAdmin(context.Background(), &out, http.MethodPost, addr, "/rebuild"); err != nil || out.String() != "rebuilding\n" {
 		t.Fatalf("first rebuild: %q, %v", out.String(), err)
 	}
-	if err := postAdmin(context.Background(), &out, addr, "/rebuild"); err == nil || !strings.Contains(err.Error(), "already refilling") {
+	if err := printAdmin(context.Background(), &out, http.MethodPost, addr, "/rebuild"); err == nil || !strings.Contains(err.Error(), "already refilling") {
 		t.Fatalf("second rebuild: %v, want the node's refusal", err)
 	}
 }

@@ -157,6 +157,14 @@ type Tierable interface {
 	Sync() error
 }
 
+// Reporter is the optional Engine capability of describing the store's internals in
+// text for an operator (`kura admin store`, the admin address's /debug/store): lsm prints
+// pebble's metrics (each level's size, bytes in and read, write amplification, and its
+// compactions by kind), tiered each tier's. It does no I/O.
+type Reporter interface {
+	Report() string
+}
+
 // Stats are an engine's current sizes.
 type Stats struct {
 	// DiskBytes is the space the engine's files take on disk.

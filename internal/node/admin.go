@@ -15,15 +15,16 @@ import (
 )
 
 // adminServer serves /metrics, /healthz, /cluster (ClusterStatus as JSON), /tiers
-// (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers) and
-// /debug/pprof on the admin address.
+// (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers),
+// /debug/store (the engine's report of its store, as text) and /debug/pprof on the admin
+// address.
 type adminServer struct {
 	srv      *http.Server
 	ln       net.Listener
 	draining *atomic.Bool
 }
 
-func startAdmin(addr string, reg *prometheus.Registry, draining *atomic.Bool, cluster, tiers, rebuild http.HandlerFunc, log *slog.Logger) (*adminServer, error) {
+func startAdmin(addr string, reg *prometheus.Registry, draining *atomic.Bool, cluster, tiers, rebuild, store http.HandlerFunc, log *slog.Logger) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -42,6 +43,7 @@ func startAdmin(addr string, reg *prometheus.Registry, draining *atomic.Bool, cl
 	mux.HandleFunc("/cluster", cluster)
 	mux.HandleFunc("/tiers", tiers)
 	mux.HandleFunc("/rebuild", rebuild)
+	mux.HandleFunc("/debug/store", store)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

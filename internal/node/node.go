@@ -119,7 +119,7 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)
 	}
 	if cfg.AdminListen != "" {
-		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, n.serveCluster, n.serveTiers, n.serveRebuild, log); err != nil {
+		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, n.serveCluster, n.serveTiers, n.serveRebuild, n.serveStore, log); err != nil {
 			return fmt.Errorf("node: listen for admin on %s: %w", cfg.AdminListen, err)
 		}
 	}

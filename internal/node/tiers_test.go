@@ -187,3 +187,38 @@ func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 		t.Errorf("/tiers: count writes %v: want true", st.CountWrites)
 	}
 }
+
+// /debug/store (`kura admin store`) prints each tier's pebble report, fast first, under a
+// heading naming its directory; an engine without a report answers 404 saying so.
+func TestStoreReportShowsEachTierOrSaysThereIsNone(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
+	cfg.FastBudgetBytes = 1 << 20
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	code, body := get(t, "http://"+n.AdminAddr()+"/debug/store")
+	if code != 200 {
+		t.Fatalf("/debug/store = %d %s", code, body)
+	}
+	fast, slow := strings.Index(body, "fast tier ("+cfg.FastDir), strings.Index(body, "slow tier (")
+	if fast < 0 || slow < fast {
+		t.Fatalf("want the fast tier's heading, then the slow tier's:\n%s", body)
+	}
+	for _, part := range []string{body[fast:slow], body[slow:]} {
+		if !strings.Contains(part, "Flushes:") || !strings.Contains(part, "Compactions:") {
+			t.Errorf("a tier's part is not a pebble report:\n%s", part)
+		}
+	}
+
+	m, err := Start(testConfig(t, "memory"), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	if code, body := get(t, "http://"+m.AdminAddr()+"/debug/store"); code != 404 || !strings.Contains(body, "memory engine has no store report") {
+		t.Errorf("/debug/store of a memory node = %d %q, want 404 saying it has none", code, body)
+	}
+}

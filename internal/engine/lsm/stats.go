@@ -78,3 +78,15 @@ func (db *DB) memtableEntries(walBytes int64) int64 {
 	}
 	return walBytes / perEntry
 }
+
+// Report is pebble's own account of the store (engine.Reporter): per level its files,
+// size, bytes in, read and written, and write amplification; compactions by kind
+// (default, move, read-triggered, tombstone-density, delete-only...), flushes, caches and
+// the WAL. A closed DB reports that it is closed.
+func (db *DB) Report() string {
+	if err := db.enter("report"); err != nil {
+		return err.Error() + "\n"
+	}
+	defer db.mu.RUnlock()
+	return db.pdb.Metrics().String()
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -476,6 +477,28 @@ func (db *DB) Stats() engine.Stats {
 		st.CompactionReadBytes += t.CompactionReadBytes
 	}
 	return st
+}
+
+// Report is each tier's own report (engine.Reporter), fast first, under a heading that
+// names the tier and its directory; a tier whose engine has none says so.
+func (db *DB) Report() string {
+	if err := db.enter("report"); err != nil {
+		return err.Error() + "\n"
+	}
+	defer db.mu.RUnlock()
+	var b strings.Builder
+	for i, t := range []Tier{Fast, Slow} {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s tier (%s):\n", t, db.dirs[t])
+		if r, ok := db.tiers[t].(engine.Reporter); ok {
+			b.WriteString(r.Report())
+		} else {
+			fmt.Fprintf(&b, "the %s engine has no report\n", db.tiers[t].Name())
+		}
+	}
+	return b.String()
 }
 
 // TierStats are one tier's figures.
