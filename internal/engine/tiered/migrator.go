@@ -334,9 +334,11 @@ func (m *Migrator) Last() Decision {
 // clients name rows; once it is full, those that score Displace times higher than rows
 // the last Step offered, which they displace. Such a promotion copies the row the
 // client's read saw, unless a write to its stripe came since, so it reads nothing from the
-// slow device. When the engine counts writes (Options.CountWrites), rows written on the
-// slow tier are promoted the same way while the budget has room, read from the slow tier
-// as they move.
+// slow device. Writes, when the engine counts them (Options.CountWrites), rank rows but
+// move none: a row written on the slow tier moves at its next read, from that read's
+// capture. (Promoted as they were written, rows had nothing captured and each promotion
+// read the slow device: on the emulated HDD the fast tier filled ten times slower than
+// on reads alone, docs/benchmarks.md.)
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
@@ -344,8 +346,6 @@ func (m *Migrator) Start() {
 		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.cfg.BudgetBytes)
 		hook := m.noteRead
 		m.db.slowRead.Store(&hook)
-		written := m.noteWrite
-		m.db.slowWrite.Store(&written)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
 		go m.sampleLoop(max(w/10, 10*time.Millisecond))
 	}
@@ -376,21 +376,6 @@ func (m *Migrator) noteRead(key, stored []byte, token uint64) {
 	m.readMu.Lock()
 	if len(m.read) < readQueueMax {
 		m.read[string(key)] = Captured{Stored: stored, Token: token}
-	}
-	m.readMu.Unlock()
-}
-
-// noteWrite queues a key just written on the slow tier (Options.CountWrites), unless the
-// budget is full. Nothing was captured: its promotion reads the row from the slow tier,
-// where the newest part of it is still in the memtable or the page cache. A key a read
-// has queued keeps what the read captured; the write makes it stale, which the move sees.
-func (m *Migrator) noteWrite(key []byte) {
-	if m.full.Load() {
-		return
-	}
-	m.readMu.Lock()
-	if _, ok := m.read[string(key)]; !ok && len(m.read) < readQueueMax {
-		m.read[string(key)] = Captured{}
 	}
 	m.readMu.Unlock()
 }
@@ -524,7 +509,6 @@ func (m *Migrator) Stop() {
 		<-m.done
 		m.sampled.Wait()
 		m.db.slowRead.Store(nil)
-		m.db.slowWrite.Store(nil)
 	}
 }
 

@@ -51,10 +51,11 @@ type Options struct {
 	Tracker *access.Tracker
 	// CountWrites makes Apply count every written key in the Tracker too, as an access
 	// like a read: the paper counts accesses (its collector is Cassandra's toppartitions,
-	// which samples reads and writes). A row written often then goes to the fast tier,
-	// where its updates, and the reads that tend to follow them, stay off the slow device;
-	// and under a mixed workload the migrator learns which rows are hot twice as fast.
-	// Off, only reads count: rows written and never read stay on the slow tier.
+	// which samples reads and writes). Writes rank rows, and move none: a row written
+	// often ranks higher, so that its next read promotes it (from that read's capture)
+	// even when it must displace rows read more than it, and keeps it on the fast tier,
+	// where its updates stay off the slow device; under a mixed workload the ranking learns
+	// which rows are hot twice as fast. Off, only reads count.
 	//
 	// Writes count only while reads are at least a tenth of the requests the engine
 	// served in the tracker's previous window (see writeGate): a bulk load, or a node
@@ -99,9 +100,6 @@ type DB struct {
 	// (see Migrator.Start and moveCaptured). It must not block, nor keep the key; the
 	// encoding is its own.
 	slowRead atomic.Pointer[func(key, stored []byte, token uint64)]
-	// slowWrite, if set, is called after a write with each written key at home on the
-	// slow tier, when Options.CountWrites is set. It must not block, nor keep the key.
-	slowWrite atomic.Pointer[func(key []byte)]
 
 	// gate decides whether writes count now (Options.CountWrites).
 	gate writeGate
@@ -272,10 +270,9 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		db.stripes[i].mu.RLock()
 	}
 	home, across := db.homeOf(batch)
-	counted := false
 	if db.opts.CountWrites && db.opts.Tracker != nil {
 		now := db.opts.Clock()
-		if counted = db.gate.write(len(batch), now, db.opts.Tracker.Config().Window); counted {
+		if db.gate.write(len(batch), now, db.opts.Tracker.Config().Window) {
 			at := time.UnixMicro(now)
 			for i := range batch {
 				db.opts.Tracker.Record(batch[i].Key, at)
@@ -294,11 +291,6 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		}
 		for _, i := range idx {
 			db.stripes[i].mu.RUnlock()
-		}
-		if hook := db.slowWrite.Load(); hook != nil && err == nil && home == Slow && counted {
-			for i := range batch {
-				(*hook)(batch[i].Key)
-			}
 		}
 		return wrapErr("apply", err)
 	}
