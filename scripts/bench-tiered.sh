@@ -35,7 +35,7 @@
 # cache; the row cache is off,
 # so that memory holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
-# node's /metrics and, for the tiered nodes, /tiers; every minute of the run it also
+# node's /metrics, its store's report (/debug/store, before and after) and, for the tiered nodes, /tiers; every minute of the run it also
 # records both disks' read counters (devices.txt) and, for the tiered nodes, the fast
 # tier's rows and share of reads (tiers.txt). It ends with `kura bench oracle`'s
 # share for the budget, the share a placement learning from each tiered run's requests
@@ -207,6 +207,9 @@ run_node() {
   use_slot "$3"
   disk_stats "$c $z before" "$3" >>"$OUT/disks.txt"
   mkdir -p "$OUT/$c-$z"
+  # The store's own account (pebble's levels and compactions by kind, per tier for the
+  # tiered nodes), before and after: what the run's compactions read and wrote, by level.
+  curl -sf "http://127.0.0.1:$S_ADMIN/debug/store" >"$OUT/$c-$z/store-before.txt" || true
   sample_minutes "$OUT/$c-$z" "$3" &
   sampler=$!
   "$KURA" bench run -w write-heavy --target "resp://127.0.0.1:$S_PORT?record=string" "${COMMON[@]}" -p zipfianconstant="$z" \
@@ -215,6 +218,7 @@ run_node() {
   wait "$sampler" 2>/dev/null || true
   disk_stats "$c $z after" "$3" >>"$OUT/disks.txt"
   curl -sf "http://127.0.0.1:$S_ADMIN/metrics" >"$OUT/$c-$z/metrics.txt" || true
+  curl -sf "http://127.0.0.1:$S_ADMIN/debug/store" >"$OUT/$c-$z/store-after.txt" || true
   [[ "$c" == tiered* ]] && { curl -sf "http://127.0.0.1:$S_ADMIN/tiers" >"$OUT/$c-$z/tiers.json" || true; }
   du -sh "$HDD" "$SSD" "$SSD2" 2>/dev/null | sed "s|^|# $c $z du |" >>"$OUT/conditions.txt" || true
 }
