@@ -17,8 +17,9 @@
 #                 (--tier-fast-page-cache=false), which then holds the HDD's pages
 #   fast          everything on a second, larger SSD (the upper bound)
 #
-# Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G
-# sparse images under /var/tmp/kura-disks) if they are not, and leaves them up. Usage:
+# Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G,
+# or 8G past 1,000,000 records; sparse images under /var/tmp/kura-disks) if they are not,
+# and leaves them up. Usage:
 #
 #   scripts/bench-tiered.sh [OUT]          (default OUT: bench-results/tiered)
 #
@@ -31,7 +32,9 @@
 # and dropping the page cache), PARALLEL (set: run the configurations side by side, each
 # node on disks of its own, so that the machine's drift falls on all alike: the first on
 # hdd, ssd and ssd2, the Kth after it on hdd2K, ssd2K and ssd3K, e.g. hdd21, ssd21,
-# ssd31, of the same sizes; loads and runs start together), CACHE (64 MiB of lsm block
+# ssd31, of the same sizes; loads and runs start together), SLOT_BASE (0: the first slot's
+# number, so that a second run beside a running one takes other disks and ports, e.g.
+# SLOT_BASE=6; it then keeps the page cache of the other run's nodes, see drop_caches), CACHE (64 MiB of lsm block
 # cache; the row cache is off,
 # so that memory holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
@@ -55,6 +58,9 @@ LOAD_MEMORY=${LOAD_MEMORY:-2G}
 RUN_MEMORY=${RUN_MEMORY:-384M}
 CACHE=${CACHE:-67108864}
 PARALLEL=${PARALLEL:-}
+SLOT_BASE=${SLOT_BASE:-0}
+# The all-SSD bound's disk holds every record: 3 GB holds 1,000,000, not 3,000,000.
+SSD2_SIZE=${SSD2_SIZE:-$((RECORDS > 1000000 ? 8 : 3))G}
 EMU=scripts/emulate-disks.sh
 PORT=27480
 ADMIN=27481
@@ -67,19 +73,20 @@ SLOTS=1
 
 # slot_disks SLOT prints the names of one slot's HDD, SSD and second SSD.
 slot_disks() {
-  if [ "$1" -eq 0 ]; then echo "hdd ssd ssd2"; else echo "hdd$((20 + $1)) ssd$((20 + $1)) ssd$((30 + $1))"; fi
+  local n=$((SLOT_BASE + $1))
+  if [ "$n" -eq 0 ]; then echo "hdd ssd ssd2"; else echo "hdd$((20 + n)) ssd$((20 + n)) ssd$((30 + n))"; fi
 }
 # use_slot SLOT sets the variables that name one slot's disks, directories and ports.
 use_slot() {
   read -r D_HDD D_SSD D_SSD2 <<<"$(slot_disks "$1")"
   HDD=/mnt/kura-$D_HDD/tiered-bench SSD=/mnt/kura-$D_SSD/tiered-bench SSD2=/mnt/kura-$D_SSD2/tiered-bench
-  S_PORT=$((PORT + 10 * $1)) S_ADMIN=$((ADMIN + 10 * $1))
+  S_PORT=$((PORT + 10 * (SLOT_BASE + $1))) S_ADMIN=$((ADMIN + 10 * (SLOT_BASE + $1)))
 }
 
 for ((i = 0; i < SLOTS; i++)); do
   for d in $(slot_disks "$i"); do
     if ! findmnt -rn --mountpoint "/mnt/kura-$d" >/dev/null; then
-      case $d in hdd*) size=8G ;; ssd | ssd2[0-9]) size=1G ;; *) size=3G ;; esac
+      case $d in hdd*) size=8G ;; ssd | ssd2[0-9]) size=1G ;; *) size=$SSD2_SIZE ;; esac
       KURA_EMU_DISKS=$d KURA_EMU_SIZE=$size "$EMU" up
     fi
   done
@@ -224,10 +231,21 @@ run_node() {
 }
 
 # drop_caches starts the runs cold: what loading left in the page cache is written back
-# and dropped (for every node at once: the page cache is the machine's).
+# and dropped, for every node at once (the page cache is the machine's); beside another
+# run (SLOT_BASE), only what this run's nodes' memory cgroups hold, so that the other
+# run's nodes keep theirs.
 drop_caches() {
+  local pid dir
   sync
-  echo 3 >/proc/sys/vm/drop_caches
+  if [ "$SLOT_BASE" -eq 0 ]; then
+    echo 3 >/proc/sys/vm/drop_caches
+    return
+  fi
+  for pid in "${WRAPPER_PIDS[@]}"; do
+    while read -r dir; do
+      if [ -e "$dir/memory.force_empty" ]; then echo 0 >"$dir/memory.force_empty"; else echo 64G >"$dir/memory.reclaim" 2>/dev/null || true; fi
+    done <"${KURA_EMU_STATE_DIR:-/var/tmp/kura-disks}/runs/$pid"
+  done
 }
 
 # at_once STEP Z runs STEP (load_node or run_node) for every configuration on its own
