@@ -16,6 +16,7 @@
 #   tiered-uncached  the same, the fast tier's files kept out of the page cache
 #                 (--tier-fast-page-cache=false), which then holds the HDD's pages
 #   fast          everything on a second, larger SSD (the upper bound)
+#   NAME-bs32     configuration NAME with 32 KiB sstable blocks (--lsm-block-size-bytes)
 #
 # Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G,
 # or 8G past 1,000,000 records; sparse images under /var/tmp/kura-disks) if they are not,
@@ -34,7 +35,8 @@
 # hdd, ssd and ssd2, the Kth after it on hdd2K, ssd2K and ssd3K, e.g. hdd21, ssd21,
 # ssd31, of the same sizes; loads and runs start together), SLOT_BASE (0: the first slot's
 # number, so that a second run beside a running one takes other disks and ports, e.g.
-# SLOT_BASE=6; it then keeps the page cache of the other run's nodes, see drop_caches), CACHE (64 MiB of lsm block
+# SLOT_BASE=6),
+# NODE_FLAGS (server flags added to every configuration's, e.g. --lsm-block-size-bytes=32768), CACHE (64 MiB of lsm block
 # cache; the row cache is off,
 # so that memory holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
@@ -59,6 +61,7 @@ RUN_MEMORY=${RUN_MEMORY:-384M}
 CACHE=${CACHE:-67108864}
 PARALLEL=${PARALLEL:-}
 SLOT_BASE=${SLOT_BASE:-0}
+NODE_FLAGS=${NODE_FLAGS:-}
 # The all-SSD bound's disk holds every record: 3 GB holds 1,000,000, not 3,000,000.
 SSD2_SIZE=${SSD2_SIZE:-$((RECORDS > 1000000 ? 8 : 3))G}
 EMU=scripts/emulate-disks.sh
@@ -84,9 +87,10 @@ use_slot() {
 }
 
 for ((i = 0; i < SLOTS; i++)); do
+  sizes=(8G 1G "$SSD2_SIZE") k=0 # the slot's HDD, SSD and second SSD
   for d in $(slot_disks "$i"); do
+    size=${sizes[$k]} k=$((k + 1))
     if ! findmnt -rn --mountpoint "/mnt/kura-$d" >/dev/null; then
-      case $d in hdd*) size=8G ;; ssd | ssd2[0-9]) size=1G ;; *) size=$SSD2_SIZE ;; esac
       KURA_EMU_DISKS=$d KURA_EMU_SIZE=$size "$EMU" up
     fi
   done
@@ -103,6 +107,20 @@ remove_data() {
   done
 }
 
+# trim_loop gives back to the image files, every minute until killed, the blocks that
+# compactions freed on every slot's disks: images only grow otherwise, and at 3,000,000
+# rows each grows towards its 8 GB while it holds about 3.5, so that eight or ten nodes
+# side by side fill the machine's disk (and then every emulated disk fails its writes).
+trim_loop() {
+  local i d
+  while sleep 60; do
+    for ((i = 0; i < SLOTS; i++)); do
+      for d in $(slot_disks "$i"); do fstrim "/mnt/kura-$d" 2>/dev/null || true; done
+    done
+  done
+}
+TRIMMER=""
+
 stop_nodes() {
   local pid
   for pid in "${WRAPPER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -114,6 +132,7 @@ cleanup() {
   # A client of ours still running (the script was interrupted) would go on loading or
   # running against the next node started on the same port.
   pkill -f "^$WORK/kura bench" 2>/dev/null || true
+  [ -z "$TRIMMER" ] || kill "$TRIMMER" 2>/dev/null || true
   stop_nodes
   if [ "$rc" -ne 0 ]; then echo "failed; the node's log is in $WORK" >&2; else rm -rf "$WORK"; fi
   remove_data
@@ -132,6 +151,7 @@ config_flags() {
   tiered-writes) config_flags tiered; echo "--tier-count-writes" ;;
   tiered-cache) config_flags tiered; echo "--tier-fast-cache-share=${FAST_CACHE_SHARE:-0.1}" ;;
   tiered-uncached) config_flags tiered; echo "--tier-fast-page-cache=false" ;;
+  *-bs32) config_flags "${1%-bs32}"; echo "--lsm-block-size-bytes=32768" ;;
   *) echo "unknown configuration $1" >&2; return 1 ;;
   esac
 }
@@ -174,6 +194,8 @@ print(sys.argv[1], "fast_rows", t["tiers"][0]["keys"], "share_since_start", roun
 }
 
 go build -o "$WORK/kura" ./cmd/kura
+trim_loop &
+TRIMMER=$!
 KURA=$WORK/kura
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -186,13 +208,14 @@ start_node() {
   use_slot "$3"
   mapfile -t flags < <(config_flags "$c")
   # GOMEMLIMIT keeps the heap that loading grows within what the run's limit allows.
+  # shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
   "$EMU" run --disk "$D_HDD" --disk "$D_SSD" --disk "$D_SSD2" --memory "$LOAD_MEMORY" -- env GOMEMLIMIT=200MiB \
     "$KURA" server --engine lsm --durability periodic --listen "127.0.0.1:$S_PORT" --admin-listen "127.0.0.1:$S_ADMIN" \
-    --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
+    --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 $NODE_FLAGS "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
   WRAPPER_PIDS[$3]=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null || { cat "$WORK/$c-$z.log" >&2; exit 1; }
-  echo "# $c zipfian $z: kura server ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
+  echo "# $c zipfian $z: kura server $NODE_FLAGS ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
 }
 
 # load_node CONFIG Z SLOT loads the records into the slot's node.
@@ -231,21 +254,22 @@ run_node() {
 }
 
 # drop_caches starts the runs cold: what loading left in the page cache is written back
-# and dropped, for every node at once (the page cache is the machine's); beside another
-# run (SLOT_BASE), only what this run's nodes' memory cgroups hold, so that the other
-# run's nodes keep theirs.
+# and dropped from this run's nodes' memory cgroups, so that another run beside it
+# (SLOT_BASE) keeps its nodes' pages; the whole machine's page cache where cgroups cannot.
 drop_caches() {
-  local pid dir
+  local pid dir dropped=0
   sync
-  if [ "$SLOT_BASE" -eq 0 ]; then
-    echo 3 >/proc/sys/vm/drop_caches
-    return
-  fi
   for pid in "${WRAPPER_PIDS[@]}"; do
     while read -r dir; do
-      if [ -e "$dir/memory.force_empty" ]; then echo 0 >"$dir/memory.force_empty"; else echo 64G >"$dir/memory.reclaim" 2>/dev/null || true; fi
+      if [ -e "$dir/memory.force_empty" ]; then
+        echo 0 >"$dir/memory.force_empty" && dropped=1
+      elif [ -e "$dir/memory.reclaim" ]; then
+        echo 64G >"$dir/memory.reclaim" 2>/dev/null || true # fails once nothing is left to reclaim
+        dropped=1
+      fi
     done <"${KURA_EMU_STATE_DIR:-/var/tmp/kura-disks}/runs/$pid"
   done
+  [ "$dropped" = 1 ] || echo 3 >/proc/sys/vm/drop_caches
 }
 
 # at_once STEP Z runs STEP (load_node or run_node) for every configuration on its own

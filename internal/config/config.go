@@ -44,6 +44,7 @@ type Config struct {
 	LSMCacheSizeBytes     int64  `yaml:"lsm_cache_size_bytes"`
 	LSMRowCacheBytes      int64  `yaml:"lsm_row_cache_bytes"`
 	LSMMemTableSizeBytes  int64  `yaml:"lsm_memtable_size_bytes"`
+	LSMBlockSizeBytes     int64  `yaml:"lsm_block_size_bytes"`
 	LSMWALDir             string `yaml:"lsm_wal_dir"`
 	LSMWALFailoverDir     string `yaml:"lsm_wal_failover_dir"`
 	LSMSecondDir          string `yaml:"lsm_second_dir"`
@@ -180,6 +181,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache capacity; it fills only as data is read, so it costs nothing at idle. With blind writes a key's versions sit in several files until compaction, and reads slow down sharply once those blocks miss the cache")
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
+	fs.Int64Var(&c.LSMBlockSizeBytes, "lsm-block-size-bytes", c.LSMBlockSizeBytes, "lsm engine: sstable data and index block size before compression (0: pebble's 4 KiB); on an HDD, where a read costs a seek whatever its size, larger blocks (32 KiB) keep the index small enough to stay cached. Applies to tables written from then on")
 	fs.StringVar(&c.LSMWALFailoverDir, "lsm-wal-failover-dir", c.LSMWALFailoverDir, "lsm engine: directory on another device where the write-ahead log goes while a write or sync of its own takes over 100 ms, until its device answers quickly again (pebble's WAL failover), one per node; empty: no failover. Once used, keep it set while it may hold logs: the node refuses to start otherwise")
 	fs.StringVar(&c.LSMWALDir, "lsm-wal-dir", c.LSMWALDir, "lsm engine: directory of the write-ahead log, e.g. on a disk of its own (as Cassandra's commit log), one per node; empty keeps it in the data directory. Moving it later needs the old directory emptied of logs first: the node refuses to start otherwise")
 	fs.StringVar(&c.BTreeDir, "btree-dir", c.BTreeDir, "btree engine: directory of the B+tree file instead of the data directory, e.g. on a disk the node does not share with a write-optimized node of the same host (its random page writes would take that node's flushes' I/O); one per node. The node refuses to start if the data directory holds a B+tree file already")
@@ -334,6 +336,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.BTreeWriteBufferBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
+	}
+	// The lsm engine's own bounds (lsm.MinBlockSizeBytes, lsm.MaxBlockSizeBytes), which
+	// it checks again at open; config does not import the engines.
+	if c.LSMBlockSizeBytes != 0 && (c.LSMBlockSizeBytes < 1<<10 || c.LSMBlockSizeBytes > 1<<20) {
+		return fmt.Errorf("%w: lsm_block_size_bytes %d (want 0 for the default, or 1024 to 1048576)", ErrInvalid, c.LSMBlockSizeBytes)
 	}
 	if c.ReadFallbackPercentile < 0 || c.ReadFallbackPercentile >= 100 {
 		return fmt.Errorf("%w: read_fallback_percentile %g (want 0 for off, or above 0 and below 100)", ErrInvalid, c.ReadFallbackPercentile)

@@ -102,6 +102,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--slow-dir", "/hdd"}, {"--tier-count-writes"}, {"--tier-fast-page-cache=false"}, // without a fast one
 		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},
+		{"--lsm-block-size-bytes", "512"}, {"--lsm-block-size-bytes", "2097152"}, {"--lsm-block-size-bytes", "-1"},
 	}
 	for _, args := range bad {
 		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {

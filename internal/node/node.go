@@ -152,6 +152,7 @@ func engineOptions(cfg config.Config) catalog.Options {
 		BTreeRowCacheBytes:     rowCache(cfg.BTreeRowCacheBytes),
 		BTreeWriteBufferBytes:  cfg.BTreeWriteBufferBytes,
 		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
+		LSMBlockSizeBytes:      int(cfg.LSMBlockSizeBytes),
 		LSMWALDir:              cfg.LSMWALDir,
 		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,
 		LSMSecondDir:           cfg.LSMSecondDir,

@@ -36,6 +36,9 @@ type Options struct {
 	BTreeWriteBufferBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
+	// LSMBlockSizeBytes is the lsm engine's sstable block size (0: the engine's default;
+	// lsm.Options.BlockSizeBytes).
+	LSMBlockSizeBytes int
 	// Logger receives engines' own log lines (the lsm engine's: pebble's write stalls,
 	// background errors); nil discards them.
 	Logger *slog.Logger
@@ -119,6 +122,7 @@ func lsmOptions(o Options, eo engine.Options, cacheShare, memShare float64) lsm.
 		CacheSizeBytes:    scale(o.LSMCacheSizeBytes, cacheShare),
 		RowCacheBytes:     scale(o.LSMRowCacheBytes, cacheShare),
 		MemTableSizeBytes: uint64(scale(o.LSMMemTableSizeBytes, memShare)),
+		BlockSizeBytes:    o.LSMBlockSizeBytes,
 		WALDir:            o.LSMWALDir,
 		WALFailoverDir:    o.LSMWALFailoverDir,
 		SecondDir:         o.LSMSecondDir,

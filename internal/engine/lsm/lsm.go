@@ -30,6 +30,9 @@ const (
 	DefaultCacheSizeBytes    = 256 << 20
 	DefaultMemTableSizeBytes = 32 << 20
 	DefaultRowCacheBytes     = 256 << 20
+	// MinBlockSizeBytes and MaxBlockSizeBytes bound Options.BlockSizeBytes.
+	MinBlockSizeBytes = 1 << 10
+	MaxBlockSizeBytes = 1 << 20
 )
 
 // formatVersion pins pebble's on-disk format instead of following pebble.FormatNewest, so
@@ -46,6 +49,14 @@ type Options struct {
 	// MemTableSizeBytes is the size at which a memtable is flushed; default 32 MiB. Pebble
 	// starts with small memtables and grows them up to this size.
 	MemTableSizeBytes uint64
+	// BlockSizeBytes is the target size of an sstable's data and index blocks before
+	// compression; default pebble's 4 KiB, from MinBlockSizeBytes to MaxBlockSizeBytes.
+	// A point read that misses the caches reads one data block, and the index block that
+	// locates it unless that is cached: on a device where a read costs a seek whatever its
+	// size (an HDD), larger blocks cost a read nothing more and shrink the index that must
+	// stay cached (4 KiB blocks index 3 GB of rows in about 27 MB), at the price of
+	// caching a whole block for one row. Tables written before a change keep their blocks.
+	BlockSizeBytes int
 	// Logger receives pebble's log lines and background errors; nil discards them.
 	Logger *slog.Logger
 	// RowCacheBytes is the row cache's capacity (see rowcache.Cache); default 256 MiB, negative
@@ -145,6 +156,9 @@ var (
 // engine.ErrCorrupt if pebble finds the store corrupt.
 func Open(dir string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
+	if b := opts.BlockSizeBytes; b != 0 && (b < MinBlockSizeBytes || b > MaxBlockSizeBytes) {
+		return nil, fmt.Errorf("lsm: open %s: %w: block size %d (want %d to %d)", dir, engine.ErrInvalid, b, MinBlockSizeBytes, MaxBlockSizeBytes)
+	}
 	lock, err := engine.LockDir(dir, lockFileName)
 	if err != nil {
 		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
@@ -275,6 +289,7 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 		o.Levels[i].FilterType = pebble.TableFilter
+		o.Levels[i].BlockSize = db.opts.BlockSizeBytes // 0: pebble's default
 	}
 	return o
 }
