@@ -35,10 +35,9 @@
 # hdd, ssd and ssd2, the Kth after it on hdd2K, ssd2K and ssd3K, e.g. hdd21, ssd21,
 # ssd31, of the same sizes; loads and runs start together), SLOT_BASE (0: the first slot's
 # number, so that a second run beside a running one takes other disks and ports, e.g.
-# SLOT_BASE=6),
-# NODE_FLAGS (server flags added to every configuration's, e.g. --lsm-block-size-bytes=32768), CACHE (64 MiB of lsm block
-# cache; the row cache is off,
-# so that memory holds few rows in every configuration). Per run it saves the bench
+# SLOT_BASE=6), NODE_FLAGS (server flags added to every configuration's), CACHE (64 MiB of
+# lsm block cache; the row cache is off, so that memory holds few rows in every
+# configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
 # node's /metrics, its store's report (/debug/store, before and after) and, for the tiered nodes, /tiers; every minute of the run it also
 # records both disks' read counters (devices.txt) and, for the tiered nodes, the fast

@@ -53,9 +53,11 @@ type Options struct {
 	// compression; default pebble's 4 KiB, from MinBlockSizeBytes to MaxBlockSizeBytes.
 	// A point read that misses the caches reads one data block, and the index block that
 	// locates it unless that is cached: on a device where a read costs a seek whatever its
-	// size (an HDD), larger blocks cost a read nothing more and shrink the index that must
-	// stay cached (4 KiB blocks index 3 GB of rows in about 27 MB), at the price of
-	// caching a whole block for one row. Tables written before a change keep their blocks.
+	// size (an HDD), larger blocks cost a read no more seeks and shrink the index that
+	// should stay cached (about 27 MB for 3 GB of 1 KB rows at 4 KiB, by estimate), at the
+	// price of caching and reading a whole block for one row. Measured on the emulated
+	// HDD, 32 KiB blocks gained nothing once steady (docs/benchmarks.md): the page cache
+	// had been serving the index misses. Tables written before a change keep their blocks.
 	BlockSizeBytes int
 	// Logger receives pebble's log lines and background errors; nil discards them.
 	Logger *slog.Logger
