@@ -35,9 +35,8 @@
 # hdd, ssd and ssd2, the Kth after it on hdd2K, ssd2K and ssd3K, e.g. hdd21, ssd21,
 # ssd31, of the same sizes; loads and runs start together), SLOT_BASE (0: the first slot's
 # number, so that a second run beside a running one takes other disks and ports, e.g.
-# SLOT_BASE=6), NODE_FLAGS (server flags added to every configuration's), CACHE (64 MiB of
-# lsm block cache; the row cache is off, so that memory holds few rows in every
-# configuration). Per run it saves the bench
+# SLOT_BASE=6), CACHE (64 MiB of lsm block cache; the row cache is off, so that memory
+# holds few rows in every configuration). Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
 # node's /metrics, its store's report (/debug/store, before and after) and, for the tiered nodes, /tiers; every minute of the run it also
 # records both disks' read counters (devices.txt) and, for the tiered nodes, the fast
@@ -60,7 +59,6 @@ RUN_MEMORY=${RUN_MEMORY:-384M}
 CACHE=${CACHE:-67108864}
 PARALLEL=${PARALLEL:-}
 SLOT_BASE=${SLOT_BASE:-0}
-NODE_FLAGS=${NODE_FLAGS:-}
 # The all-SSD bound's disk holds every record: 3 GB holds 1,000,000, not 3,000,000.
 SSD2_SIZE=${SSD2_SIZE:-$((RECORDS > 1000000 ? 8 : 3))G}
 EMU=scripts/emulate-disks.sh
@@ -207,14 +205,13 @@ start_node() {
   use_slot "$3"
   mapfile -t flags < <(config_flags "$c")
   # GOMEMLIMIT keeps the heap that loading grows within what the run's limit allows.
-  # shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
   "$EMU" run --disk "$D_HDD" --disk "$D_SSD" --disk "$D_SSD2" --memory "$LOAD_MEMORY" -- env GOMEMLIMIT=200MiB \
     "$KURA" server --engine lsm --durability periodic --listen "127.0.0.1:$S_PORT" --admin-listen "127.0.0.1:$S_ADMIN" \
-    --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 $NODE_FLAGS "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
+    --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
   WRAPPER_PIDS[$3]=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null || { cat "$WORK/$c-$z.log" >&2; exit 1; }
-  echo "# $c zipfian $z: kura server $NODE_FLAGS ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
+  echo "# $c zipfian $z: kura server ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
 }
 
 # load_node CONFIG Z SLOT loads the records into the slot's node.
