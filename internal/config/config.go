@@ -31,15 +31,16 @@ var ErrInvalid = errors.New("config: invalid")
 // Config is everything a single node needs. Field comments give the effect; defaults live
 // in Default and are shown by `kura server --help` and docs/configuration.md.
 type Config struct {
-	Engine          string        `yaml:"engine"`
-	DataDir         string        `yaml:"data_dir"`
-	Listen          string        `yaml:"listen"`
-	AdminListen     string        `yaml:"admin_listen"`
-	Password        string        `yaml:"password"`
-	Durability      string        `yaml:"durability"`
-	SyncInterval    time.Duration `yaml:"sync_interval"`
-	TombstoneGrace  time.Duration `yaml:"tombstone_grace"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	Engine           string        `yaml:"engine"`
+	DataDir          string        `yaml:"data_dir"`
+	Listen           string        `yaml:"listen"`
+	AdminListen      string        `yaml:"admin_listen"`
+	Password         string        `yaml:"password"`
+	Durability       string        `yaml:"durability"`
+	SyncInterval     time.Duration `yaml:"sync_interval"`
+	TombstoneGrace   time.Duration `yaml:"tombstone_grace"`
+	ShutdownTimeout  time.Duration `yaml:"shutdown_timeout"`
+	DiskReserveBytes int64         `yaml:"disk_reserve_bytes"`
 
 	LSMCacheSizeBytes     int64  `yaml:"lsm_cache_size_bytes"`
 	LSMRowCacheBytes      int64  `yaml:"lsm_row_cache_bytes"`
@@ -131,6 +132,7 @@ func Default() Config {
 		SyncInterval:           time.Second,
 		TombstoneGrace:         engine.DefaultGracePeriod,
 		ShutdownTimeout:        30 * time.Second,
+		DiskReserveBytes:       256 << 20,
 		LSMCacheSizeBytes:      256 << 20,
 		LSMRowCacheBytes:       256 << 20,
 		BTreeRowCacheBytes:     64 << 20,
@@ -178,6 +180,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync period in periodic durability")
 	fs.DurationVar(&c.TombstoneGrace, "tombstone-grace", c.TombstoneGrace, "how long deletes and expired cells are kept before a rewrite may drop them")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown (SIGTERM, SIGINT) gives connections to write the replies of requests already read before it closes them; requests running in the engine are always waited for")
+	fs.Int64Var(&c.DiskReserveBytes, "disk-reserve-bytes", c.DiskReserveBytes, "free space the node keeps on each device its store (lsm, btree) and hint store write to, capped at a tenth of the device: a write that would leave less is refused with a NOSPACE error and not applied, reads go on, and writes resume once space is freed, so that a full disk stops writes rather than the node (pebble ends the process when it cannot write its log); 0 disables")
 	fs.Int64Var(&c.LSMCacheSizeBytes, "lsm-cache-size-bytes", c.LSMCacheSizeBytes, "lsm engine: block cache capacity; it fills only as data is read, so it costs nothing at idle. With blind writes a key's versions sit in several files until compaction, and reads slow down sharply once those blocks miss the cache")
 	fs.Int64Var(&c.LSMRowCacheBytes, "lsm-row-cache-bytes", c.LSMRowCacheBytes, "lsm engine: capacity of the cache of merged rows in front of pebble, which answers repeated reads of a key without visiting every level its write operands sit in; it fills only as rows are read; 0 disables it")
 	fs.Int64Var(&c.LSMMemTableSizeBytes, "lsm-memtable-size-bytes", c.LSMMemTableSizeBytes, "lsm engine: memtable size")
@@ -334,7 +337,7 @@ func (c *Config) Validate() error {
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)
 	}
-	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.BTreeWriteBufferBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
+	if c.MemorySnapshotInterval < 0 || c.IdleTimeout < 0 || c.MemoryLimitBytes < 0 || c.DiskReserveBytes < 0 || c.GCPercent < 0 || c.LSMRowCacheBytes < 0 || c.BTreeRowCacheBytes < 0 || c.BTreeWriteBufferBytes < 0 || c.WriteFallback < 0 || c.ReadFallback < 0 || c.AsyncWriteTarget < 0 || c.SlowWriteLog < 0 {
 		return fmt.Errorf("%w: negative duration or size", ErrInvalid)
 	}
 	// The lsm engine's own bounds (lsm.MinBlockSizeBytes, lsm.MaxBlockSizeBytes), which

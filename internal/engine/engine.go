@@ -39,6 +39,9 @@ var (
 	ErrLocked = errors.New("engine: data directory locked by another process")
 	// ErrInvalid means the caller passed an invalid key, row or range.
 	ErrInvalid = errors.New("engine: invalid argument")
+	// ErrNoSpace means the store refused a write because its disk is (nearly) full; it
+	// applied nothing, and reads go on. See package space.
+	ErrNoSpace = errors.New("engine: not enough free disk space")
 )
 
 // Role is what an engine is good at; the cluster's router sends each request to the
@@ -186,6 +189,20 @@ type Stats struct {
 	// WriteStallNanos is how long writes have waited for the engine's flushes to free
 	// memory (btree with its write buffer); Flushes counts those flushes.
 	WriteStallNanos, Flushes int64
+	// DiskAvailBytes estimates the free space of the device the engine writes to (the
+	// fullest, when it writes to several) and DiskReserveBytes is what the engine keeps
+	// free there (Options.DiskReserveBytes); both zero when it does not watch its disk.
+	// NoSpaceRefusals counts the writes it refused with ErrNoSpace.
+	DiskAvailBytes, DiskReserveBytes, NoSpaceRefusals int64
+}
+
+// AddDisk folds the disk figures of another store of the same engine into s: the
+// fullest device's free space and reserve, refusals summed.
+func (s *Stats) AddDisk(o Stats) {
+	if o.DiskReserveBytes > 0 && (s.DiskReserveBytes == 0 || o.DiskAvailBytes-o.DiskReserveBytes < s.DiskAvailBytes-s.DiskReserveBytes) {
+		s.DiskAvailBytes, s.DiskReserveBytes = o.DiskAvailBytes, o.DiskReserveBytes
+	}
+	s.NoSpaceRefusals += o.NoSpaceRefusals
 }
 
 // Durability says when an applied write is safe from a crash.
@@ -242,6 +259,11 @@ type Options struct {
 	// SyncInterval is the fsync period in Periodic mode; defaults to 1s (Cassandra's
 	// commitlog_sync_period is 10s; we choose a smaller window).
 	SyncInterval time.Duration
+	// DiskReserveBytes is the free space a disk-backed engine keeps on the devices it
+	// writes to: a write that would leave less fails with ErrNoSpace and applies nothing,
+	// so that a full disk costs writes, not the process or acknowledged data (see package
+	// space). 0 means 256 MiB, capped at a tenth of the device; negative disables.
+	DiskReserveBytes int64
 }
 
 // WithDefaults returns o with zero fields replaced by their defaults.

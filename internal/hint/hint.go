@@ -24,6 +24,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/kuradb/kura/internal/engine/space"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -47,6 +48,11 @@ type Options struct {
 	// Logger, if set, gets the store's pebble write stalls and slow disk operations:
 	// Add waits out a stall, and the write that stores the hint with it.
 	Logger *slog.Logger
+	// DiskReserveBytes is the free space Add keeps on the store's device: a hint that
+	// would leave less is dropped (ErrFull) rather than written, since pebble ends the
+	// process when it cannot write its log. 0 means space.DefaultReserveBytes, capped at
+	// a tenth of the device; negative disables.
+	DiskReserveBytes int64
 }
 
 // Stats describes the hints held for one replica.
@@ -59,8 +65,9 @@ type Stats struct {
 
 // Store is a coordinator's durable hint store. Safe for concurrent use.
 type Store struct {
-	db   *pebble.DB
-	opts Options
+	db    *pebble.DB
+	opts  Options
+	space *space.Guard // keeps Options.DiskReserveBytes free
 
 	mu      sync.Mutex
 	seq     uint64
@@ -106,7 +113,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hint: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, targets: map[string]*Stats{}, floors: map[string][]byte{}}
+	s := &Store{db: db, opts: opts, targets: map[string]*Stats{}, floors: map[string][]byte{},
+		space: space.New(dir, space.Options{ReserveBytes: opts.DiskReserveBytes})}
 	if err := s.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -169,6 +177,10 @@ func (s *Store) Add(target string, m row.Mutation, now time.Time) error {
 	case s.total+int64(len(val)) > s.opts.MaxBytes:
 		s.dropped(target)
 		return ErrFull
+	}
+	if err := s.space.Admit(int64(len(val))); err != nil {
+		s.dropped(target)
+		return fmt.Errorf("%w: %w", ErrFull, err)
 	}
 	s.seq = max(s.seq+1, uint64(now.UnixNano()))
 	key := makeKey(target, s.seq)

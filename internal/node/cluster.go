@@ -107,7 +107,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if err != nil {
 		return nil, err
 	}
-	if c.hints, err = hint.Open(hintsDir, hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log}); err != nil {
+	if c.hints, err = hint.Open(hintsDir, hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log, DiskReserveBytes: diskReserve(cfg.DiskReserveBytes)}); err != nil {
 		return nil, err
 	}
 	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())

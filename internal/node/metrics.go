@@ -15,6 +15,8 @@ type engineCollector struct {
 	blockHits, blockMisses       *prometheus.Desc
 	compactionRead               *prometheus.Desc
 	writeStall, flushes          *prometheus.Desc
+	diskAvail, diskReserve       *prometheus.Desc
+	noSpace                      *prometheus.Desc
 }
 
 func newEngineCollector(eng engine.Engine) *engineCollector {
@@ -35,6 +37,12 @@ func newEngineCollector(eng engine.Engine) *engineCollector {
 			"Time writes waited for the engine's flushes to free memory (btree with --btree-write-buffer-bytes).", nil, labels),
 		flushes: prometheus.NewDesc("kura_engine_write_buffer_flushes_total",
 			"Flushes of the write buffer into the store (btree with --btree-write-buffer-bytes).", nil, labels),
+		diskAvail: prometheus.NewDesc("kura_engine_disk_available_bytes",
+			"Free space of the device the engine writes to (the fullest of them), as the engine estimates it; 0 when it does not watch its disk.", nil, labels),
+		diskReserve: prometheus.NewDesc("kura_engine_disk_reserve_bytes",
+			"Free space the engine keeps on that device (--disk-reserve-bytes): writes that would leave less are refused.", nil, labels),
+		noSpace: prometheus.NewDesc("kura_engine_writes_refused_no_space_total",
+			"Writes the engine refused because its disk was nearly full.", nil, labels),
 	}
 }
 
@@ -49,6 +57,9 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.compactionRead
 	ch <- c.writeStall
 	ch <- c.flushes
+	ch <- c.diskAvail
+	ch <- c.diskReserve
+	ch <- c.noSpace
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -63,6 +74,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.compactionRead, prometheus.CounterValue, float64(s.CompactionReadBytes))
 	ch <- prometheus.MustNewConstMetric(c.writeStall, prometheus.CounterValue, float64(s.WriteStallNanos)/1e9)
 	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(s.Flushes))
+	ch <- prometheus.MustNewConstMetric(c.diskAvail, prometheus.GaugeValue, float64(s.DiskAvailBytes))
+	ch <- prometheus.MustNewConstMetric(c.diskReserve, prometheus.GaugeValue, float64(s.DiskReserveBytes))
+	ch <- prometheus.MustNewConstMetric(c.noSpace, prometheus.CounterValue, float64(s.NoSpaceRefusals))
 }
 
 // newRegistry returns a registry with the Go runtime and process collectors, the ones every

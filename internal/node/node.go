@@ -143,9 +143,10 @@ func engineOptions(cfg config.Config) catalog.Options {
 	durability, _ := engine.ParseDurability(cfg.Durability) // validated by config
 	return catalog.Options{
 		Options: engine.Options{
-			GracePeriod:  cfg.TombstoneGrace,
-			Durability:   durability,
-			SyncInterval: cfg.SyncInterval,
+			GracePeriod:      cfg.TombstoneGrace,
+			Durability:       durability,
+			SyncInterval:     cfg.SyncInterval,
+			DiskReserveBytes: diskReserve(cfg.DiskReserveBytes),
 		},
 		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
 		LSMRowCacheBytes:       rowCache(cfg.LSMRowCacheBytes),
@@ -237,7 +238,19 @@ func (n *Node) infoSections() []resp.InfoSection {
 		f("memory_bytes", s.MemoryBytes),
 		f("rows_estimate", s.RowsEstimate),
 		f("rows_estimate_exact", s.Exact),
+		f("disk_available_bytes", s.DiskAvailBytes),
+		f("disk_reserve_bytes", s.DiskReserveBytes),
+		f("writes_refused_no_space", s.NoSpaceRefusals),
 	}}}
+}
+
+// diskReserve turns the configuration's reserve (0 disables) into
+// engine.Options.DiskReserveBytes (0 is the default there, negative disables).
+func diskReserve(b int64) int64 {
+	if b == 0 {
+		return -1
+	}
+	return b
 }
 
 // ID returns the node's ID, kept in its data directory's NODE.json.

@@ -166,13 +166,16 @@ const (
 	PrefixUnavailable = "UNAVAILABLE"
 	// PrefixCorrupt: stored data failed a checksum or did not decode.
 	PrefixCorrupt = "CORRUPT"
+	// PrefixNoSpace: the node's disk is nearly full and it refused the write, which was
+	// not applied; reads go on, and writes resume once space is freed.
+	PrefixNoSpace = "NOSPACE"
 	// PrefixStore: any other store failure (an I/O error); a write may or may not have
 	// been applied.
 	PrefixStore = "STOREERR"
 )
 
 // ErrorPrefix returns the RESP error prefix for a Store error: ERR for invalid requests,
-// PrefixUnavailable, PrefixCorrupt, or PrefixStore for anything it does not recognise.
+// PrefixUnavailable, PrefixCorrupt, PrefixNoSpace, or PrefixStore for anything it does not recognise.
 func ErrorPrefix(err error) string {
 	switch {
 	case errors.Is(err, engine.ErrInvalid), errors.Is(err, row.ErrInvalid),
@@ -183,6 +186,8 @@ func ErrorPrefix(err error) string {
 		return PrefixUnavailable
 	case errors.Is(err, engine.ErrCorrupt), errors.Is(err, row.ErrCorrupt):
 		return PrefixCorrupt
+	case errors.Is(err, engine.ErrNoSpace):
+		return PrefixNoSpace
 	}
 	return PrefixStore
 }

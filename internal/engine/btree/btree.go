@@ -17,6 +17,7 @@ import (
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/rowcache"
+	"github.com/kuradb/kura/internal/engine/space"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -45,6 +46,7 @@ type DB struct {
 	cache      *rowcache.Cache // rows read recently; nil when RowCacheBytes < 0
 	buf        *writeBuffer    // writes journaled, not yet in the tree; nil when WriteBufferBytes <= 0
 	queueBytes atomic.Int64    // bytes of requests waiting in the queue, for Stats
+	space      *space.Guard    // keeps Options.DiskReserveBytes free on the file's device
 	// syncMu makes a commit wait for a sync in progress (Periodic durability): see sync.
 	syncMu sync.Mutex
 
@@ -76,6 +78,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.RowCacheBytes > 0 {
 		d.cache = rowcache.New(opts.RowCacheBytes)
 	}
+	d.space = space.New(dir, space.Options{ReserveBytes: opts.DiskReserveBytes})
 	var err error
 	if d.bolt, err = openBolt(d.path, opts); err != nil {
 		return nil, err
@@ -387,6 +390,8 @@ func (d *DB) Stats() engine.Stats {
 		s.MemoryBytes += cached
 		s.RowCacheHits, s.RowCacheMisses = d.cache.Hits(), d.cache.Misses()
 	}
+	g := d.space.Stats()
+	s.AddDisk(engine.Stats{DiskAvailBytes: g.AvailBytes, DiskReserveBytes: g.ReserveBytes, NoSpaceRefusals: g.Refused})
 	return s
 }
 

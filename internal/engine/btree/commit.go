@@ -2,7 +2,9 @@ package btree
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"syscall"
 
 	"go.etcd.io/bbolt"
 
@@ -45,10 +47,20 @@ func (d *DB) Apply(batch []row.Mutation) error {
 		d.mu.RUnlock()
 		return nil
 	}
+	if err := d.space.Admit(req.bytes); err != nil {
+		d.mu.RUnlock()
+		return fmt.Errorf("btree: apply: %w", err)
+	}
 	d.queueBytes.Add(req.bytes)
 	d.queue <- req // may block on a full queue; Close waits for mu, so the queue is open
 	d.mu.RUnlock()
-	return <-req.done
+	err := <-req.done
+	if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, engine.ErrNoSpace) {
+		// Past the guard's estimate (another process filled the device): bbolt rolled
+		// the transaction back, so nothing was applied, as with the guard's refusal.
+		err = fmt.Errorf("%w: %w", engine.ErrNoSpace, err)
+	}
+	return err
 }
 
 // validate checks the batch before it is queued, so that a group rarely fails because of

@@ -105,6 +105,9 @@ func (c *collapser) collapse(key []byte) {
 	b := db.pdb.NewBatch()
 	err = b.Set(key, v, nil) // copies v
 	_ = closer.Close()
+	if err == nil {
+		err = db.admit(int64(b.Len())) // a collapse is an optimization: none on a full disk
+	}
 	if err == nil && db.pdb.Apply(b, pebble.NoSync) == nil {
 		c.collapsed.Add(1)
 	}

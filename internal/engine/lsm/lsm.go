@@ -16,6 +16,7 @@ import (
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/rowcache"
+	"github.com/kuradb/kura/internal/engine/space"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -140,6 +141,10 @@ type DB struct {
 	itersMu sync.Mutex
 	iters   map[*iterator]struct{} // open iterators, closed by Close
 
+	// guards keep the free space of the devices holding the log and the tables above
+	// Options.DiskReserveBytes (see admit).
+	guards []*space.Guard
+
 	syncer    *syncer         // nil unless Durability is Periodic
 	collapser *collapser      // nil when CollapseOperands < 0
 	rows      *rowcache.Cache // nil when RowCacheBytes < 0
@@ -213,6 +218,15 @@ func Open(dir string, opts Options) (*DB, error) {
 			err = fmt.Errorf("%w: %w", engine.ErrLocked, err)
 		}
 		return nil, wrapErr("open "+dir, err)
+	}
+	stat := func(dir string) (space.Usage, error) {
+		u, err := po.FS.GetDiskUsage(dir)
+		return space.Usage{AvailBytes: u.AvailBytes, TotalBytes: u.TotalBytes}, err
+	}
+	for _, d := range []string{dir, opts.WALDir} {
+		if d != "" {
+			db.guards = append(db.guards, space.New(d, space.Options{ReserveBytes: opts.DiskReserveBytes, Stat: stat}))
+		}
 	}
 	if db.collapser != nil {
 		db.collapser.start()
@@ -361,6 +375,10 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		defer unlock() // held until the batch is visible: see collapser
 	}
 	ops, size := int64(b.Count()), int64(b.Len())
+	if err := db.admit(size); err != nil {
+		_ = b.Close()
+		return fmt.Errorf("lsm: apply: %w", err)
+	}
 	err := db.pdb.Apply(b, db.wo)
 	if db.rows != nil {
 		// Once the batch is visible (Apply returned), and even if it failed (part of it
@@ -386,6 +404,20 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	db.appliedOps.Add(ops)
 	db.appliedBytes.Add(size)
 	return b.Close()
+}
+
+// admit asks the guard of every device the store writes its log and tables to for room
+// for a write of n bytes, and returns the first refusal, which wraps engine.ErrNoSpace.
+// Pebble panics when a write to its log or manifest fails, so a store on a nearly full
+// disk refuses writes instead, while it still has room for its flushes and compactions
+// (see package space).
+func (db *DB) admit(n int64) error {
+	for _, g := range db.guards {
+		if err := g.Admit(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requestCollapse is the merge operator's hook for long operand chains.

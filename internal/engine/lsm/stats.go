@@ -26,7 +26,7 @@ func (db *DB) Stats() engine.Stats {
 	for i := range m.Levels {
 		compactionRead += int64(m.Levels[i].TableBytesRead)
 	}
-	return engine.Stats{
+	s := engine.Stats{
 		RowCacheHits:        hits,
 		RowCacheMisses:      misses,
 		BlockCacheHits:      m.BlockCache.Hits,
@@ -36,6 +36,11 @@ func (db *DB) Stats() engine.Stats {
 		MemoryBytes:         int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
 		RowsEstimate:        db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
 	}
+	for _, g := range db.guards {
+		gs := g.Stats()
+		s.AddDisk(engine.Stats{DiskAvailBytes: gs.AvailBytes, DiskReserveBytes: gs.ReserveBytes, NoSpaceRefusals: gs.Refused})
+	}
+	return s
 }
 
 // sstableEntries sums the entries of every sstable. Tables whose statistics pebble has not

@@ -65,6 +65,9 @@ func (db *DB) Remove(keys [][]byte) error {
 		})
 		defer unlock()
 	}
+	if err := db.admit(int64(b.Len())); err != nil {
+		return fmt.Errorf("lsm: remove: %w", err)
+	}
 	err := db.pdb.Apply(b, pebble.NoSync)
 	if db.rows != nil {
 		for _, k := range keys {

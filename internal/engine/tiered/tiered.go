@@ -467,6 +467,7 @@ func (db *DB) Stats() engine.Stats {
 		st.BlockCacheHits += t.BlockCacheHits
 		st.BlockCacheMisses += t.BlockCacheMisses
 		st.CompactionReadBytes += t.CompactionReadBytes
+		st.AddDisk(t)
 	}
 	return st
 }
