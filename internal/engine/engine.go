@@ -160,6 +160,15 @@ type Tierable interface {
 	Sync() error
 }
 
+// DiskWatcher is the optional Engine capability of telling whether the engine's disk is
+// nearly full (see ErrNoSpace): the tiered engine promotes no rows to a fast tier that
+// is. lsm and btree have it.
+type DiskWatcher interface {
+	// DiskLow reports whether the engine would refuse a write of n bytes for lack of disk
+	// space now. It may call statfs, and does not block otherwise.
+	DiskLow(n int64) bool
+}
+
 // Reporter is the optional Engine capability of describing the store's internals in
 // text for an operator (`kura admin store`, the admin address's /debug/store): lsm prints
 // pebble's metrics (each level's size, bytes in and read, write amplification, and its

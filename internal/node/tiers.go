@@ -27,6 +27,9 @@ type TiersStatus struct {
 	FastRowBytes int64 `json:"fast_row_bytes"`
 	// InBoth counts the keys being moved.
 	InBoth int `json:"in_both"`
+	// SpilledKeys counts the keys moved to the slow tier because the fast tier's device
+	// refused a write to them for lack of space (--disk-reserve-bytes).
+	SpilledKeys int64 `json:"spilled_keys"`
 	// SinceStart and LastMinute are the share of reads from the fast tier and the
 	// migration traffic.
 	SinceStart tiered.Rates `json:"since_start"`
@@ -48,6 +51,11 @@ type TierStatus struct {
 	BlockCacheHits      int64 `json:"block_cache_hits"`
 	BlockCacheMisses    int64 `json:"block_cache_misses"`
 	CompactionReadBytes int64 `json:"compaction_read_bytes"`
+	// DiskAvailBytes is the tier device's free space and DiskReserveBytes what the tier
+	// keeps free there; NoSpaceRefusals counts the writes it refused for lack of it.
+	DiskAvailBytes   int64 `json:"disk_available_bytes"`
+	DiskReserveBytes int64 `json:"disk_reserve_bytes"`
+	NoSpaceRefusals  int64 `json:"no_space_refusals"`
 }
 
 // tiersStatus gathers TiersStatus; nil when the engine is not tiered.
@@ -59,7 +67,7 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 	st := &TiersStatus{Node: n.dir.id, Host: n.host, FastDir: n.cfg.FastDir, SlowDir: n.cfg.SlowDir,
 		BudgetBytes: n.cfg.FastBudgetBytes, Window: n.cfg.TierWindow, MinReads: n.cfg.TierMinReads,
 		CountWrites:  n.cfg.TierCountWrites,
-		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(),
+		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(), SpilledKeys: db.Spilled(),
 		SinceStart: n.migrator.SinceOpen(n.started, now), LastMinute: n.migrator.Recent(time.Minute, now),
 		LastDecision: n.migrator.Last()}
 	if st.SlowDir == "" {
@@ -70,7 +78,8 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 		s := ts[t]
 		st.Tiers = append(st.Tiers, TierStatus{Tier: t.String(), Keys: s.Keys, DiskBytes: s.DiskBytes, Reads: s.Reads,
 			MovedIn: s.MovedIn, MovedInBytes: s.MovedInBytes, BlockCacheHits: s.BlockCacheHits,
-			BlockCacheMisses: s.BlockCacheMisses, CompactionReadBytes: s.CompactionReadBytes})
+			BlockCacheMisses: s.BlockCacheMisses, CompactionReadBytes: s.CompactionReadBytes,
+			DiskAvailBytes: s.DiskAvailBytes, DiskReserveBytes: s.DiskReserveBytes, NoSpaceRefusals: s.NoSpaceRefusals})
 	}
 	return st
 }

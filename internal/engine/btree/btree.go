@@ -56,8 +56,9 @@ type DB struct {
 }
 
 var (
-	_ engine.Engine = (*DB)(nil)
-	_ engine.Viewer = (*DB)(nil)
+	_ engine.Engine      = (*DB)(nil)
+	_ engine.Viewer      = (*DB)(nil)
+	_ engine.DiskWatcher = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the engine stored in dir. It fails with an error wrapping
@@ -394,6 +395,9 @@ func (d *DB) Stats() engine.Stats {
 	s.AddDisk(engine.Stats{DiskAvailBytes: g.AvailBytes, DiskReserveBytes: g.ReserveBytes, NoSpaceRefusals: g.Refused})
 	return s
 }
+
+// DiskLow implements engine.DiskWatcher: whether a write of n bytes would be refused now.
+func (d *DB) DiskLow(n int64) bool { return d.space.Low(n) }
 
 // fileBytes returns the disk space the file takes: its allocated blocks, which is less than
 // its size while bbolt's preallocated growth (16 MiB steps past the data) is still a hole.

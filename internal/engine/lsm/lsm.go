@@ -154,8 +154,9 @@ type DB struct {
 }
 
 var (
-	_ engine.Engine = (*DB)(nil)
-	_ engine.Viewer = (*DB)(nil)
+	_ engine.Engine      = (*DB)(nil)
+	_ engine.Viewer      = (*DB)(nil)
+	_ engine.DiskWatcher = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the lsm engine stored in dir. It returns an error wrapping
@@ -418,6 +419,16 @@ func (db *DB) admit(n int64) error {
 		}
 	}
 	return nil
+}
+
+// DiskLow implements engine.DiskWatcher: whether a write of n bytes would be refused now.
+func (db *DB) DiskLow(n int64) bool {
+	for _, g := range db.guards {
+		if g.Low(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // requestCollapse is the merge operator's hook for long operand chains.

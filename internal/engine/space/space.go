@@ -132,22 +132,25 @@ func (g *Guard) refreshLocked() error {
 // Admit accounts for a write of about n bytes, or refuses it with an error wrapping
 // engine.ErrNoSpace if it would leave less than the reserve free. It does not block
 // beyond one statfs.
-func (g *Guard) Admit(n int64) error {
+func (g *Guard) Admit(n int64) error { return g.admit(n, 1) }
+
+// AdmitFreeing is Admit for a write that frees space once compacted (deletes): it may
+// use half of the reserve, so that a store refusing writes can still remove data.
+func (g *Guard) AdmitFreeing(n int64) error { return g.admit(n, 2) }
+
+// admit admits n bytes if they leave the reserve divided by share free.
+func (g *Guard) admit(n, share int64) error {
 	if g == nil || g.opts.ReserveBytes < 0 {
 		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	since := g.opts.Now().Sub(g.statAt)
-	if since >= g.opts.RefreshInterval || (g.low && since >= g.opts.RefreshInterval/10) ||
-		g.admitted+n > max(g.reserve/16, 1<<20) {
-		_ = g.refreshLocked()
-	}
+	g.maybeRefreshLocked(n)
 	if g.statErr != nil {
 		g.low = false
 		return nil // cannot tell: better a write than a refusal on a guess
 	}
-	if g.avail-g.admitted-n < g.reserve {
+	if g.avail-g.admitted-n < g.reserve/share {
 		g.low = true
 		g.refused.Add(1)
 		return fmt.Errorf("%w: %s has %d bytes free, and the store keeps %d free (the reserve) so that its flushes and compactions can finish",
@@ -156,6 +159,32 @@ func (g *Guard) Admit(n int64) error {
 	g.low = false
 	g.admitted += n
 	return nil
+}
+
+// maybeRefreshLocked calls statfs if the estimate is too old for a write of n bytes.
+func (g *Guard) maybeRefreshLocked(n int64) {
+	since := g.opts.Now().Sub(g.statAt)
+	if since >= g.opts.RefreshInterval || (g.low && since >= g.opts.RefreshInterval/10) ||
+		g.admitted+n > max(g.reserve/16, 1<<20) {
+		_ = g.refreshLocked()
+	}
+}
+
+// Low reports whether a write of n bytes would be refused now, calling statfs under the
+// same rules as Admit (so that, while low, freed space shows within RefreshInterval/10),
+// without admitting or counting anything.
+func (g *Guard) Low(n int64) bool {
+	if g == nil || g.opts.ReserveBytes < 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.maybeRefreshLocked(n)
+	if g.statErr != nil {
+		return false
+	}
+	g.low = g.avail-g.admitted-n < g.reserve
+	return g.low
 }
 
 // Stats describe a Guard.

@@ -172,3 +172,35 @@ func TestStatfsReadsARealDirectory(t *testing.T) {
 		t.Fatal("Statfs of a missing directory succeeded")
 	}
 }
+
+func TestGuardLetsFreeingWritesUseHalfTheReserve(t *testing.T) {
+	d := &device{avail: 100 * mib, total: 10_000 * mib}
+	g, _ := newGuard(t, d, 80*mib)
+	if err := g.Admit(30 * mib); !errors.Is(err, engine.ErrNoSpace) {
+		t.Fatalf("Admit into the reserve = %v, want refused", err)
+	}
+	if !g.Low(30*mib) || g.Low(mib) {
+		t.Fatal("Low with 100 MiB free and an 80 MiB reserve: want true for 30 MiB and false for 1 MiB")
+	}
+	if err := g.AdmitFreeing(30 * mib); err != nil {
+		t.Fatalf("AdmitFreeing leaving 70 MiB, over half the reserve: %v", err)
+	}
+	d.avail -= 30 * mib // the write lands
+	if err := g.AdmitFreeing(40 * mib); !errors.Is(err, engine.ErrNoSpace) {
+		t.Fatalf("AdmitFreeing into the second half of the reserve = %v, want refused", err)
+	}
+}
+
+func TestGuardLowAdmitsNothing(t *testing.T) {
+	d := &device{avail: 100 * mib, total: 10_000 * mib}
+	g, _ := newGuard(t, d, 64*mib)
+	if g.Low(mib) {
+		t.Fatal("Low with 36 MiB above the reserve")
+	}
+	if !g.Low(40 * mib) {
+		t.Fatal("not Low for a write of 40 MiB with 36 MiB above the reserve")
+	}
+	if s := g.Stats(); s.AvailBytes != 100*mib || s.Refused != 0 {
+		t.Fatalf("Low changed the estimate or counted a refusal: %+v", s)
+	}
+}

@@ -176,6 +176,9 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 		in.FastUnlistedBytes -= c.Bytes
 	}
 	moves := p.Decide(in)
+	if m.db.fastLow() { // no room on the fast device, whatever the budget says: no promotion
+		moves = slices.DeleteFunc(moves, func(mv Move) bool { return mv.To == Fast })
+	}
 	start := time.Now()
 	d := Decision{At: now, Threshold: threshold(p, in, rows-int64(len(in.Fast)), moves)}
 	before := m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load()
@@ -421,7 +424,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 	queued := m.read
 	m.read = make(map[string]Captured, len(queued))
 	m.readMu.Unlock()
-	if len(queued) == 0 {
+	if len(queued) == 0 || m.db.fastLow() { // no room on the fast device: no promotion
 		return nil
 	}
 	m.mu.Lock() // not during a Step

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,7 @@ type DB struct {
 	fastBytes  atomic.Int64    // the sizes in the stripes' fast maps, summed
 	reads      [2]atomic.Int64 // reads served by each tier (a read of a key in both counts for its home)
 	moved      [2]atomic.Int64 // rows moved to each tier
+	spilled    atomic.Int64    // keys moved to the slow tier because the fast one was full
 	movedBytes [2]atomic.Int64 // their encoded bytes
 }
 
@@ -257,12 +259,36 @@ func (db *DB) enter(op string) error {
 // Apply writes the batch to its keys' home tier. A batch spanning both tiers is written
 // whole to the fast tier and its slow keys moved home before Apply returns (see the
 // package comment).
+//
+// If the fast tier refuses the batch for lack of disk space (engine.ErrNoSpace: its
+// device is fuller than the budget allowed for, with the store's own overhead), its keys
+// are moved to the slow tier and the batch is written there: a full fast device costs
+// placement, not writes.
 func (db *DB) Apply(batch []row.Mutation) error {
 	if err := engine.ValidateBatch(batch); err != nil {
 		return fmt.Errorf("tiered: apply: %w", err)
 	}
-	if err := db.enter("apply"); err != nil {
+	home, err := db.apply(batch)
+	if home != Fast || !errors.Is(err, engine.ErrNoSpace) {
 		return err
+	}
+	keys := slices.Collect(batchKeys(batch))
+	// A move that fails once its keys are marked (their removal from the fast tier
+	// refused too) leaves them at home on the slow tier all the same, in both tiers until
+	// a later move finishes them: the write can go ahead.
+	merr := db.Move(keys, Slow)
+	db.spilled.Add(int64(len(keys)))
+	if _, err = db.apply(batch); err != nil { // a move back in between is unlikely and harmless
+		return errors.Join(err, merr)
+	}
+	return nil
+}
+
+// apply writes the batch to its keys' home tier, or to the fast tier when they have two,
+// and returns the tier written to.
+func (db *DB) apply(batch []row.Mutation) (Tier, error) {
+	if err := db.enter("apply"); err != nil {
+		return Slow, err
 	}
 	defer db.mu.RUnlock()
 	idx := stripeSet(batchKeys(batch))
@@ -292,12 +318,19 @@ func (db *DB) Apply(batch []row.Mutation) error {
 		for _, i := range idx {
 			db.stripes[i].mu.RUnlock()
 		}
-		return wrapErr("apply", err)
+		return home, wrapErr("apply", err)
 	}
 	for _, i := range idx {
 		db.stripes[i].mu.RUnlock()
 	}
-	return db.applyAcross(batch, idx)
+	return Fast, db.applyAcross(batch, idx)
+}
+
+// fastLow reports whether the fast tier's store would refuse a write for lack of disk
+// space (engine.DiskWatcher): then no row is promoted to it.
+func (db *DB) fastLow() bool {
+	w, ok := db.tiers[Fast].(engine.DiskWatcher)
+	return ok && w.DiskLow(1<<20)
 }
 
 // homeOf returns the home of the batch's keys and whether they do not share one. The
@@ -507,6 +540,10 @@ type TierStats struct {
 	// encoded size.
 	MovedIn, MovedInBytes int64
 }
+
+// Spilled counts the keys moved to the slow tier because the fast tier refused a write to
+// them for lack of disk space (see Apply).
+func (db *DB) Spilled() int64 { return db.spilled.Load() }
 
 // TierStats returns each tier's figures, indexed by Tier.
 func (db *DB) TierStats() [2]TierStats {

@@ -2,6 +2,7 @@ package tiered_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,13 +19,27 @@ import (
 	"github.com/kuradb/kura/internal/row"
 )
 
-// hookedTier is an lsm tier whose Remove can be held up or failed by a test.
+// hookedTier is an lsm tier whose Remove can be held up or failed by a test, and whose
+// disk a test can declare full.
 type hookedTier struct {
 	engine.Tierable
 	mu           sync.Mutex
 	beforeRemove func(keys [][]byte) error
 	storedReads  atomic.Int64 // GetStored calls: the reads a move makes of its source
+	// full makes Apply refuse writes with engine.ErrNoSpace and DiskLow report it, as
+	// the lsm engine does on a device past its reserve (Remove still works: it may use
+	// half of the reserve).
+	full atomic.Bool
 }
+
+func (h *hookedTier) Apply(batch []row.Mutation) error {
+	if h.full.Load() {
+		return fmt.Errorf("test: %w", engine.ErrNoSpace)
+	}
+	return h.Tierable.Apply(batch)
+}
+
+func (h *hookedTier) DiskLow(int64) bool { return h.full.Load() }
 
 func (h *hookedTier) GetStored(key []byte) (row.Row, bool, error) {
 	h.storedReads.Add(1)
