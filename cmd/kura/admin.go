@@ -144,12 +144,30 @@ func adminRequest(ctx context.Context, method, addr, path string) ([]byte, error
 // newTiersCmd is `kura admin tiers`: each tiered node's tiers, every member's when the
 // node is in a cluster.
 func newTiersCmd(addr *string) *cobra.Command {
-	return &cobra.Command{
+	var setBudget int64
+	cmd := &cobra.Command{
 		Use:   "tiers",
 		Short: "Tiered storage per node: rows and bytes per tier, share of reads from the fast tier, migration traffic, threshold",
-		Args:  cobra.NoArgs,
+		Long: `tiers shows each tiered node's tiers (every member's when the node at --admin is in a
+cluster). With --set-budget it changes the fast tier's budget of the node at --admin until
+that node restarts (set --fast-budget-bytes to keep it): a larger budget takes rows read from
+the slow tier from then on, a smaller one moves the lowest-ranked rows over it to the slow
+tier at the next window's decision.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if cmd.Flags().Changed("set-budget") {
+				body, err := adminRequest(ctx, http.MethodPost, *addr, fmt.Sprintf("/tiers?budget_bytes=%d", setBudget))
+				if err != nil {
+					return err
+				}
+				var ts node.TiersStatus
+				if err := json.Unmarshal(body, &ts); err != nil {
+					return fmt.Errorf("admin %s: %w", *addr, err)
+				}
+				printTiers(cmd.OutOrStdout(), []node.TiersStatus{ts})
+				return nil
+			}
 			addrs := []string{*addr}
 			if st, err := fetchStatus(ctx, *addr); err == nil {
 				addrs = addrs[:0]
@@ -180,6 +198,8 @@ func newTiersCmd(addr *string) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().Int64Var(&setBudget, "set-budget", 0, "change the fast tier's budget (bytes of rows) of the node at --admin, until it restarts")
+	return cmd
 }
 
 func printTiers(w io.Writer, all []node.TiersStatus) {

@@ -113,7 +113,7 @@ func (n *Node) start() (err error) {
 			return fmt.Errorf("node: %w", err)
 		}
 		n.migrator.Start()
-		reg.MustRegister(newTierCollector(db, n.migrator, cfg.FastBudgetBytes))
+		reg.MustRegister(newTierCollector(db, n.migrator))
 	}
 	if n.respLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)

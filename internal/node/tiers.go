@@ -2,7 +2,9 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,7 +67,7 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 		return nil
 	}
 	st := &TiersStatus{Node: n.dir.id, Host: n.host, FastDir: n.cfg.FastDir, SlowDir: n.cfg.SlowDir,
-		BudgetBytes: n.cfg.FastBudgetBytes, Window: n.cfg.TierWindow, MinReads: n.cfg.TierMinReads,
+		BudgetBytes: n.migrator.Budget(), Window: n.cfg.TierWindow, MinReads: n.cfg.TierMinReads,
 		CountWrites:  n.cfg.TierCountWrites,
 		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(), SpilledKeys: db.Spilled(),
 		SinceStart: n.migrator.SinceOpen(n.started, now), LastMinute: n.migrator.Recent(time.Minute, now),
@@ -84,22 +86,39 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 	return st
 }
 
-// serveTiers answers /tiers on the admin address.
-func (n *Node) serveTiers(w http.ResponseWriter, _ *http.Request) {
-	st := n.tiersStatus(time.Now())
-	if st == nil {
+// serveTiers answers /tiers on the admin address: GET for TiersStatus, POST with
+// budget_bytes=N to change the fast tier's budget until the node restarts (`kura admin
+// tiers --set-budget`), answered with the status after the change.
+func (n *Node) serveTiers(w http.ResponseWriter, r *http.Request) {
+	if n.migrator == nil {
 		http.Error(w, "this node's engine is not tiered (start with --fast-dir)\n", http.StatusNotFound)
 		return
 	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		v := r.FormValue("budget_bytes")
+		b, err := strconv.ParseInt(v, 10, 64)
+		if err == nil {
+			err = n.migrator.SetBudget(b)
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("budget_bytes=%q: want a byte count, 0 or more (%v)\n", v, err), http.StatusBadRequest)
+			return
+		}
+		n.log.Info("fast tier budget changed", "budget_bytes", b)
+	default:
+		http.Error(w, "GET the tiers, or POST budget_bytes=N to change the fast tier's budget\n", http.StatusMethodNotAllowed)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(st)
+	_ = json.NewEncoder(w).Encode(n.tiersStatus(time.Now()))
 }
 
 // tierCollector exports a tiered engine's figures at scrape time.
 type tierCollector struct {
 	db       *tiered.DB
 	m        *tiered.Migrator
-	budget   int64
 	keys     *prometheus.Desc
 	disk     *prometheus.Desc
 	reads    *prometheus.Desc
@@ -111,16 +130,16 @@ type tierCollector struct {
 	inBoth   *prometheus.Desc
 }
 
-func newTierCollector(db *tiered.DB, m *tiered.Migrator, budget int64) *tierCollector {
+func newTierCollector(db *tiered.DB, m *tiered.Migrator) *tierCollector {
 	tier := []string{"tier"}
-	return &tierCollector{db: db, m: m, budget: budget,
+	return &tierCollector{db: db, m: m,
 		keys:     prometheus.NewDesc("kura_tier_keys", "Keys at home on each tier (exact for fast, an estimate for slow).", tier, nil),
 		disk:     prometheus.NewDesc("kura_tier_disk_bytes", "Space each tier's store takes on disk.", tier, nil),
 		reads:    prometheus.NewDesc("kura_tier_reads_total", "Reads each tier served; the fast tier's share is rate(fast)/rate(all).", tier, nil),
 		moved:    prometheus.NewDesc("kura_tier_moved_rows_total", "Rows moved to each tier.", tier, nil),
 		movedB:   prometheus.NewDesc("kura_tier_moved_bytes_total", "Bytes of rows moved to each tier.", tier, nil),
 		rowBytes: prometheus.NewDesc("kura_tier_fast_row_bytes", "Row data on the fast tier, as measured when the rows moved.", nil, nil),
-		budgetD:  prometheus.NewDesc("kura_tier_fast_budget_bytes", "The fast tier's budget (--fast-budget-bytes).", nil, nil),
+		budgetD:  prometheus.NewDesc("kura_tier_fast_budget_bytes", "The fast tier's budget (--fast-budget-bytes, or as kura admin tiers --set-budget changed it).", nil, nil),
 		thresh: prometheus.NewDesc("kura_tier_threshold_reads",
 			"Fewest reads in the last window of a row kept on the fast tier at the latest decision: K while the budget has room.", nil, nil),
 		inBoth: prometheus.NewDesc("kura_tier_keys_moving", "Keys stored in both tiers right now: moves under way.", nil, nil),
@@ -144,7 +163,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.movedB, prometheus.CounterValue, float64(s.MovedInBytes), l)
 	}
 	ch <- prometheus.MustNewConstMetric(c.rowBytes, prometheus.GaugeValue, float64(c.db.FastRowBytes()))
-	ch <- prometheus.MustNewConstMetric(c.budgetD, prometheus.GaugeValue, float64(c.budget))
+	ch <- prometheus.MustNewConstMetric(c.budgetD, prometheus.GaugeValue, float64(c.m.Budget()))
 	ch <- prometheus.MustNewConstMetric(c.thresh, prometheus.GaugeValue, float64(c.m.Last().Threshold))
 	ch <- prometheus.MustNewConstMetric(c.inBoth, prometheus.GaugeValue, float64(c.db.InBoth()))
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -229,5 +231,45 @@ func TestStoreReportShowsEachTierOrSaysThereIsNone(t *testing.T) {
 	defer m.Shutdown(context.Background())
 	if code, body := get(t, "http://"+m.AdminAddr()+"/debug/store"); code != 404 || !strings.Contains(body, "memory engine has no store report") {
 		t.Errorf("/debug/store of a memory node = %d %q, want 404 saying it has none", code, body)
+	}
+}
+
+// POST /tiers?budget_bytes=N changes the fast tier's budget on the running node, as
+// /tiers and /metrics then say; a bad value is refused and changes nothing.
+func TestTiersBudgetChangesOverTheAdminAddress(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
+	cfg.FastBudgetBytes = 1 << 20
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	post := func(q string) (int, string) {
+		t.Helper()
+		resp, err := http.Post("http://"+n.AdminAddr()+"/tiers?"+q, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := post("budget_bytes=4096")
+	var st TiersStatus
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || st.BudgetBytes != 4096 {
+		t.Fatalf("POST budget_bytes=4096: %d %s", code, body)
+	}
+	for _, bad := range []string{"budget_bytes=-5", "budget_bytes=lots", ""} {
+		if code, body := post(bad); code != http.StatusBadRequest {
+			t.Errorf("POST %q: %d %s, want 400", bad, code, body)
+		}
+	}
+	_, body = get(t, "http://"+n.AdminAddr()+"/tiers")
+	if st = (TiersStatus{}); json.Unmarshal([]byte(body), &st) != nil || st.BudgetBytes != 4096 {
+		t.Errorf("GET /tiers after the refused changes: %s", body)
+	}
+	if _, metrics := get(t, "http://"+n.AdminAddr()+"/metrics"); !strings.Contains(metrics, "kura_tier_fast_budget_bytes 4096") {
+		t.Error("/metrics does not show the new budget")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/access"
+	"github.com/kuradb/kura/internal/engine"
 )
 
 // Defaults of MigratorConfig.
@@ -57,6 +58,8 @@ type Migrator struct {
 	db      *DB
 	tracker *access.Tracker
 	cfg     MigratorConfig
+	// budget is the fast tier's budget: cfg.BudgetBytes until SetBudget.
+	budget atomic.Int64
 
 	mu sync.Mutex // held by Step and promoteRead, which may take minutes on a busy device
 	// pool holds, once the budget is full, the fast tier's lowest-scored rows at the last
@@ -121,14 +124,34 @@ func NewMigrator(db *DB, cfg MigratorConfig) (*Migrator, error) {
 	if db.opts.Tracker == nil {
 		return nil, fmt.Errorf("tiered: migrator: the engine counts no reads (Options.Tracker is nil)")
 	}
-	return &Migrator{db: db, tracker: db.opts.Tracker, cfg: cfg.withDefaults(),
-		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]Captured)}, nil
+	if cfg.BudgetBytes < 0 {
+		return nil, fmt.Errorf("tiered: migrator: %w: budget %d bytes", engine.ErrInvalid, cfg.BudgetBytes)
+	}
+	m := &Migrator{db: db, tracker: db.opts.Tracker, cfg: cfg.withDefaults(),
+		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]Captured)}
+	m.budget.Store(cfg.BudgetBytes)
+	return m, nil
 }
+
+// SetBudget changes the fast tier's budget on a running engine (`kura admin tiers
+// --set-budget`): a larger one takes rows read from the slow tier from now on, a smaller
+// one demotes the lowest-scored rows over it at the next window's decision.
+func (m *Migrator) SetBudget(bytes int64) error {
+	if bytes < 0 {
+		return fmt.Errorf("tiered: %w: budget %d bytes", engine.ErrInvalid, bytes)
+	}
+	m.budget.Store(bytes)
+	m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > bytes)
+	return nil
+}
+
+// Budget returns the fast tier's budget in bytes of rows.
+func (m *Migrator) Budget() int64 { return m.budget.Load() }
 
 // policy is the Policy a step applies.
 func (m *Migrator) policy() Policy {
 	w := m.tracker.Config().Window
-	return Policy{BudgetBytes: m.cfg.BudgetBytes, MinReads: m.tracker.Config().MinCount, Displace: m.cfg.Displace,
+	return Policy{BudgetBytes: m.budget.Load(), MinReads: m.tracker.Config().MinCount, Displace: m.cfg.Displace,
 		MaxMoveBytes: int64(float64(m.cfg.MoveBytesPerSecond) * w.Seconds())}
 }
 
@@ -186,7 +209,7 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
 	d.Took = time.Since(start)
 	d.FastBytes = m.db.FastRowBytes()
-	full := d.FastBytes+est > m.cfg.BudgetBytes
+	full := d.FastBytes+est > m.budget.Load()
 	m.full.Store(full)
 	m.pool = nil
 	if full && m.started.Load() {
@@ -346,7 +369,7 @@ func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
 		w := m.tracker.Config().Window
-		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.cfg.BudgetBytes)
+		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.budget.Load())
 		hook := m.noteRead
 		m.db.slowRead.Store(&hook)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
@@ -443,7 +466,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 			hot = append(hot, Candidate{Key: k, Reads: reads, Score: m.tracker.Score(kb, now) + float64(recent), Bytes: est})
 		}
 	}
-	room := max(0, m.cfg.BudgetBytes-m.db.FastRowBytes())
+	room := max(0, m.budget.Load()-m.db.FastRowBytes())
 	var offered []Candidate
 	var offeredBytes int64
 	if room < est*int64(len(hot)) { // rescore as many of the offered rows as could go
@@ -472,7 +495,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 		}
 	}
 	defer func() {
-		m.full.Store(m.db.FastRowBytes()+est > m.cfg.BudgetBytes)
+		m.full.Store(m.db.FastRowBytes()+est > m.budget.Load())
 		m.swapping.Store(len(m.pool) > 0)
 	}()
 	if len(demote) > 0 {

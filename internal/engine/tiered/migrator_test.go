@@ -314,3 +314,59 @@ func (fx *fixture) sizedMigrator(sizer string, rows int64) *tiered.Migrator {
 	}
 	return m
 }
+
+// SetBudget changes the budget of a running migrator: lowered, the next decision demotes
+// the lowest-scored rows over it; raised, rows read from the slow tier come in again.
+func TestMigratorBudgetChangesWhileRunning(t *testing.T) {
+	tr := access.New(access.Config{Window: 10 * time.Second, HistoryWindows: 8})
+	fx := newFixtureWith(t, tr)
+	for i := range 4 {
+		fx.apply(fmt.Sprintf("k%d", i), cell("v", "0123456789", 1))
+	}
+	m := fx.sizedMigrator("k0", 4)
+	rowBytes := m.Budget() / 4
+	if err := fx.move(tiered.Fast, "k1", "k2", "k3"); err != nil {
+		t.Fatal(err)
+	}
+	step := func(reads map[string]int) {
+		t.Helper()
+		for k, n := range reads {
+			for range n {
+				mustGet(t, fx.db, k)
+			}
+		}
+		fx.clk.Advance(10 * time.Second)
+		if _, err := m.Step(time.UnixMicro(fx.clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fast := func() string {
+		s := ""
+		for i := range 4 {
+			if fx.db.HomeOf(fmt.Appendf(nil, "k%d", i)) == tiered.Fast {
+				s += fmt.Sprintf(" k%d", i)
+			}
+		}
+		return s
+	}
+	if err := m.SetBudget(-1); err == nil {
+		t.Fatal("SetBudget(-1) accepted")
+	}
+	if err := m.SetBudget(2 * rowBytes); err != nil {
+		t.Fatal(err)
+	}
+	step(map[string]int{"k2": 3, "k3": 2, "k1": 1})
+	if got := fast(); got != " k2 k3" {
+		t.Fatalf("fast tier with the budget lowered to two rows:%s, want k2 k3 (the most read)", got)
+	}
+	if m.Budget() != 2*rowBytes {
+		t.Fatalf("Budget = %d, want %d", m.Budget(), 2*rowBytes)
+	}
+	if err := m.SetBudget(4 * rowBytes); err != nil {
+		t.Fatal(err)
+	}
+	step(map[string]int{"k0": 3, "k1": 3})
+	if got := fast(); got != " k0 k1 k2 k3" {
+		t.Fatalf("fast tier with the budget raised to four rows:%s, want all four", got)
+	}
+}
