@@ -10,7 +10,10 @@
 #   lower-levels  pebble's own placement: L5 and L6 on the HDD, the rest and the log on the
 #                 SSD (--lsm-second-dir-policy lower-levels)
 #   tiered        kura's tiered storage: --fast-dir on the SSD with --fast-budget-bytes
-#   tiered-writes the same, counting writes as accesses too (--tier-count-writes)
+#                 (reads and writes rank rows, the default since 2026-11-25)
+#   tiered-reads  the same, ranking rows by reads only (--tier-count-writes=false)
+#   tiered-writes the same as tiered, saying --tier-count-writes (as runs before the
+#                 default changed did)
 #   tiered-cache  the same, the fast tier's share of the caches FAST_CACHE_SHARE (0.1)
 #                 instead of a quarter (--tier-fast-cache-share)
 #   tiered-uncached  the same, the fast tier's files kept out of the page cache
@@ -146,6 +149,7 @@ config_flags() {
   lower-levels) printf '%s\n' "--data-dir=$SSD/data" "--lsm-second-dir=$HDD/second" "--lsm-second-dir-policy=lower-levels" ;;
   tiered) printf '%s\n' "--data-dir=$HDD/data" "--fast-dir=$SSD/fast" "--fast-budget-bytes=$BUDGET" ;;
   tiered-writes) config_flags tiered; echo "--tier-count-writes" ;;
+  tiered-reads) config_flags tiered; echo "--tier-count-writes=false" ;;
   tiered-cache) config_flags tiered; echo "--tier-fast-cache-share=${FAST_CACHE_SHARE:-0.1}" ;;
   tiered-uncached) config_flags tiered; echo "--tier-fast-page-cache=false" ;;
   *-bs32) config_flags "${1%-bs32}"; echo "--lsm-block-size-bytes=32768" ;;

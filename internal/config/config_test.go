@@ -77,11 +77,11 @@ func TestValidateAcceptsTieredStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Tiered() || c.TierWindow != 10*time.Second || c.TierMinReads != 1 || c.TierCountWrites {
-		t.Errorf("tiered %v, window %v, K %d, count writes %v: want tiered, the paper's 10s and 1, reads only", c.Tiered(), c.TierWindow, c.TierMinReads, c.TierCountWrites)
+	if !c.Tiered() || c.TierWindow != 10*time.Second || c.TierMinReads != 1 || !c.TierCountWrites {
+		t.Errorf("tiered %v, window %v, K %d, count writes %v: want tiered, the paper's 10s and 1, reads and writes", c.Tiered(), c.TierWindow, c.TierMinReads, c.TierCountWrites)
 	}
-	if c, err = parse(t, "tier_count_writes: true\n", "--fast-dir", "/ssd", "--fast-budget-bytes", "1000"); err != nil || !c.TierCountWrites {
-		t.Errorf("tier_count_writes in the file: %v, count writes %v", err, c.TierCountWrites)
+	if c, err = parse(t, "tier_count_writes: false\n", "--fast-dir", "/ssd", "--fast-budget-bytes", "1000"); err != nil || c.TierCountWrites {
+		t.Errorf("tier_count_writes: false in the file: %v, count writes %v", err, c.TierCountWrites)
 	}
 }
 
@@ -99,7 +99,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--slow-write-log", "-1s"}, {"--read-fallback-after", "-1ms"},
 		{"--read-fallback-percentile", "100"}, {"--read-fallback-percentile", "-5"},
 		{"--read-fallback-percentile", "95", "--read-fallback-after", "0s"},
-		{"--slow-dir", "/hdd"}, {"--tier-count-writes"}, {"--tier-fast-page-cache=false"}, // without a fast one
+		{"--slow-dir", "/hdd"}, {"--tier-fast-page-cache=false"}, // without a fast one
 		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},
 		{"--lsm-block-size-bytes", "512"}, {"--lsm-block-size-bytes", "2097152"}, {"--lsm-block-size-bytes", "-1"},

@@ -143,9 +143,9 @@ func TestPlainLSMDataDirBecomesTheSlowTier(t *testing.T) {
 	}
 }
 
-// With --tier-count-writes, writes rank rows but move none, reads beside them or not: a
-// row only written stays on the slow tier until a read of it promotes it. The node reports
-// that it counts writes.
+// With --tier-count-writes (the default), writes rank rows but move none, reads beside
+// them or not: a row only written stays on the slow tier until a read of it promotes it.
+// The node reports that it counts writes.
 func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 	cfg := testConfig(t, "lsm")
 	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
