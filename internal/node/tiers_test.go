@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/config"
 )
 
 // A node started with --fast-dir moves the keys clients read to the fast directory (at
@@ -202,14 +204,7 @@ func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 // /debug/store (`kura admin store`) prints each tier's pebble report, fast first, under a
 // heading naming its directory; an engine without a report answers 404 saying so.
 func TestStoreReportShowsEachTierOrSaysThereIsNone(t *testing.T) {
-	cfg := testConfig(t, "lsm")
-	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
-	cfg.FastBudgetBytes = 1 << 20
-	n, err := Start(cfg, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
+	n, cfg := startTiered(t)
 	code, body := get(t, "http://"+n.AdminAddr()+"/debug/store")
 	if code != 200 {
 		t.Fatalf("/debug/store = %d %s", code, body)
@@ -237,14 +232,7 @@ func TestStoreReportShowsEachTierOrSaysThereIsNone(t *testing.T) {
 // POST /tiers?budget_bytes=N changes the fast tier's budget on the running node, as
 // /tiers and /metrics then say; a bad value is refused and changes nothing.
 func TestTiersBudgetChangesOverTheAdminAddress(t *testing.T) {
-	cfg := testConfig(t, "lsm")
-	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
-	cfg.FastBudgetBytes = 1 << 20
-	n, err := Start(cfg, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
+	n, _ := startTiered(t)
 	post := func(q string) (int, string) {
 		t.Helper()
 		resp, err := http.Post("http://"+n.AdminAddr()+"/tiers?"+q, "", nil)
@@ -272,4 +260,18 @@ func TestTiersBudgetChangesOverTheAdminAddress(t *testing.T) {
 	if _, metrics := get(t, "http://"+n.AdminAddr()+"/metrics"); !strings.Contains(metrics, "kura_tier_fast_budget_bytes 4096") {
 		t.Error("/metrics does not show the new budget")
 	}
+}
+
+// startTiered starts a tiered node with a 1 MiB budget, shut down when the test ends.
+func startTiered(t *testing.T) (*Node, config.Config) {
+	t.Helper()
+	cfg := testConfig(t, "lsm")
+	cfg.FastDir = filepath.Join(t.TempDir(), "ssd")
+	cfg.FastBudgetBytes = 1 << 20
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown(context.Background()) })
+	return n, cfg
 }
