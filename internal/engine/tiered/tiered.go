@@ -268,7 +268,7 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	if err := engine.ValidateBatch(batch); err != nil {
 		return fmt.Errorf("tiered: apply: %w", err)
 	}
-	home, err := db.apply(batch)
+	home, err := db.apply(batch, true)
 	if home != Fast || !errors.Is(err, engine.ErrNoSpace) {
 		return err
 	}
@@ -278,15 +278,16 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	// a later move finishes them: the write can go ahead.
 	merr := db.Move(keys, Slow)
 	db.spilled.Add(int64(len(keys)))
-	if _, err = db.apply(batch); err != nil { // a move back in between is unlikely and harmless
+	if _, err = db.apply(batch, false); err != nil { // a move back in between is unlikely and harmless
 		return errors.Join(err, merr)
 	}
 	return nil
 }
 
 // apply writes the batch to its keys' home tier, or to the fast tier when they have two,
-// and returns the tier written to.
-func (db *DB) apply(batch []row.Mutation) (Tier, error) {
+// and returns the tier written to. count says whether the write counts as an access
+// (Options.CountWrites; a write retried after a spill counts once).
+func (db *DB) apply(batch []row.Mutation, count bool) (Tier, error) {
 	if err := db.enter("apply"); err != nil {
 		return Slow, err
 	}
@@ -296,7 +297,7 @@ func (db *DB) apply(batch []row.Mutation) (Tier, error) {
 		db.stripes[i].mu.RLock()
 	}
 	home, across := db.homeOf(batch)
-	if db.opts.CountWrites && db.opts.Tracker != nil {
+	if count && db.opts.CountWrites && db.opts.Tracker != nil {
 		now := db.opts.Clock()
 		if db.gate.write(len(batch), now, db.opts.Tracker.Config().Window) {
 			at := time.UnixMicro(now)
