@@ -391,8 +391,7 @@ func (d *DB) Stats() engine.Stats {
 		s.MemoryBytes += cached
 		s.RowCacheHits, s.RowCacheMisses = d.cache.Hits(), d.cache.Misses()
 	}
-	g := d.space.Stats()
-	s.AddDisk(engine.Stats{DiskAvailBytes: g.AvailBytes, DiskReserveBytes: g.ReserveBytes, NoSpaceRefusals: g.Refused})
+	s.AddDisk(d.space.Stats().Engine())
 	return s
 }
 

@@ -37,8 +37,7 @@ func (db *DB) Stats() engine.Stats {
 		RowsEstimate:        db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),
 	}
 	for _, g := range db.guards {
-		gs := g.Stats()
-		s.AddDisk(engine.Stats{DiskAvailBytes: gs.AvailBytes, DiskReserveBytes: gs.ReserveBytes, NoSpaceRefusals: gs.Refused})
+		s.AddDisk(g.Stats().Engine())
 	}
 	return s
 }

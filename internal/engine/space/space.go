@@ -84,7 +84,7 @@ type Guard struct {
 	avail    int64 // at the last statfs
 	admitted int64 // bytes admitted since it
 	statAt   time.Time
-	low      bool // the last Admit was refused
+	low      bool // the last call found too little room
 	statErr  error
 
 	refused atomic.Int64
@@ -145,29 +145,13 @@ func (g *Guard) admit(n, share int64) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.maybeRefreshLocked(n)
-	if g.statErr != nil {
-		g.low = false
-		return nil // cannot tell: better a write than a refusal on a guess
-	}
-	if g.avail-g.admitted-n < g.reserve/share {
-		g.low = true
+	if g.shortLocked(n, share) {
 		g.refused.Add(1)
 		return fmt.Errorf("%w: %s has %d bytes free, and the store keeps %d free (the reserve) so that its flushes and compactions can finish",
 			engine.ErrNoSpace, g.dir, max(g.avail-g.admitted, 0), g.reserve)
 	}
-	g.low = false
 	g.admitted += n
 	return nil
-}
-
-// maybeRefreshLocked calls statfs if the estimate is too old for a write of n bytes.
-func (g *Guard) maybeRefreshLocked(n int64) {
-	since := g.opts.Now().Sub(g.statAt)
-	if since >= g.opts.RefreshInterval || (g.low && since >= g.opts.RefreshInterval/10) ||
-		g.admitted+n > max(g.reserve/16, 1<<20) {
-		_ = g.refreshLocked()
-	}
 }
 
 // Low reports whether a write of n bytes would be refused now, calling statfs under the
@@ -179,11 +163,20 @@ func (g *Guard) Low(n int64) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.maybeRefreshLocked(n)
-	if g.statErr != nil {
-		return false
+	return g.shortLocked(n, 1)
+}
+
+// shortLocked calls statfs if the estimate is too old for a write of n bytes, and reports
+// whether the write would leave less than the reserve divided by share free; false when
+// statfs fails (it cannot tell: better a write than a refusal on a guess). It records the
+// answer in low, which makes the next calls look again sooner.
+func (g *Guard) shortLocked(n, share int64) bool {
+	since := g.opts.Now().Sub(g.statAt)
+	if since >= g.opts.RefreshInterval || (g.low && since >= g.opts.RefreshInterval/10) ||
+		g.admitted+n > max(g.reserve/16, 1<<20) {
+		_ = g.refreshLocked()
 	}
-	g.low = g.avail-g.admitted-n < g.reserve
+	g.low = g.statErr == nil && g.avail-g.admitted-n < g.reserve/share
 	return g.low
 }
 
@@ -192,12 +185,17 @@ type Stats struct {
 	// AvailBytes is the estimate of the device's free space; ReserveBytes the reserve
 	// after the cap (0 when disabled).
 	AvailBytes, ReserveBytes int64
-	// Low reports that the last write was refused.
+	// Low reports that the last write or Low call found too little room.
 	Low bool
 	// Refused counts the writes refused since New.
 	Refused int64
 	// Err is the last statfs error, if the last call failed.
 	Err error
+}
+
+// Engine returns the figures as engine.Stats reports them.
+func (s Stats) Engine() engine.Stats {
+	return engine.Stats{DiskAvailBytes: s.AvailBytes, DiskReserveBytes: s.ReserveBytes, NoSpaceRefusals: s.Refused}
 }
 
 // Stats returns the guard's current figures without calling statfs.
