@@ -195,6 +195,12 @@ type Stats struct {
 	BlockCacheHits, BlockCacheMisses int64
 	// CompactionReadBytes is what the store's compactions have read from its files.
 	CompactionReadBytes int64
+	// CompactionDebtBytes estimates what the store's compactions must still rewrite to
+	// bring every level within its target size (lsm: pebble's estimate), and ReadAmp is
+	// how many files or levels a point read may have to look into (lsm: L0's sublevels
+	// plus the other non-empty levels). A store that has just taken a bulk load is behind
+	// on both, and its reads cost more until compactions catch up.
+	CompactionDebtBytes, ReadAmp int64
 	// WriteStallNanos is how long writes have waited for the engine's flushes to free
 	// memory (btree with its write buffer); Flushes counts those flushes.
 	WriteStallNanos, Flushes int64

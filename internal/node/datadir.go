@@ -13,6 +13,7 @@ import (
 
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/lsm"
 )
 
 // Errors a node returns at start when its data directory cannot be used.
@@ -151,6 +152,12 @@ func (d *dataDir) checkMeta(engineName string, tiers *dirTiers, now time.Time) e
 	switch {
 	case m.Tiers == nil && tiers != nil && tiers.SlowDir == "" && tiers.SecondDir == "":
 		// A plain engine becomes the slow tier where it is: every row starts there.
+		m.Tiers, rewrite = tiers, true
+	case m.Tiers == nil && tiers != nil && tiers.FastDir == "" && tiers.SlowDir == "" &&
+		tiers.SecondDirPolicy == string(lsm.FreeSpace):
+		// A plain lsm store gains a second directory (a second device added to the node):
+		// its tables stay where they are, and the free-space rule places each new one.
+		// Once it has, rows live in both, so the pair is recorded and required from now on.
 		m.Tiers, rewrite = tiers, true
 	case (m.Tiers == nil) != (tiers == nil) || (tiers != nil && *m.Tiers != *tiers):
 		return fmt.Errorf("%w: %s was written with %s, not %s; its rows live in those directories, so start with the same ones",

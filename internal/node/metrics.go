@@ -14,6 +14,7 @@ type engineCollector struct {
 	cacheHits, cacheMisses       *prometheus.Desc
 	blockHits, blockMisses       *prometheus.Desc
 	compactionRead               *prometheus.Desc
+	compactionDebt, readAmp      *prometheus.Desc
 	writeStall, flushes          *prometheus.Desc
 	diskAvail, diskReserve       *prometheus.Desc
 	noSpace                      *prometheus.Desc
@@ -33,6 +34,10 @@ func newEngineCollector(eng engine.Engine) *engineCollector {
 		blockMisses: prometheus.NewDesc("kura_engine_block_cache_misses_total",
 			"Lookups the store's block cache did not answer: file reads, from the page cache or the device (lsm).", nil, labels),
 		compactionRead: prometheus.NewDesc("kura_engine_compaction_read_bytes_total", "Bytes the store's compactions read (lsm).", nil, labels),
+		compactionDebt: prometheus.NewDesc("kura_engine_compaction_debt_bytes",
+			"Bytes the store's compactions must still rewrite to bring every level within its target size, as the store estimates it (lsm).", nil, labels),
+		readAmp: prometheus.NewDesc("kura_engine_read_amplification",
+			"Files or levels a point read may have to look into: L0's sublevels plus the other non-empty levels (lsm; a tiered node's worse tier).", nil, labels),
 		writeStall: prometheus.NewDesc("kura_engine_write_stall_seconds_total",
 			"Time writes waited for the engine's flushes to free memory (btree with --btree-write-buffer-bytes).", nil, labels),
 		flushes: prometheus.NewDesc("kura_engine_write_buffer_flushes_total",
@@ -55,6 +60,8 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.blockHits
 	ch <- c.blockMisses
 	ch <- c.compactionRead
+	ch <- c.compactionDebt
+	ch <- c.readAmp
 	ch <- c.writeStall
 	ch <- c.flushes
 	ch <- c.diskAvail
@@ -72,6 +79,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.blockHits, prometheus.CounterValue, float64(s.BlockCacheHits))
 	ch <- prometheus.MustNewConstMetric(c.blockMisses, prometheus.CounterValue, float64(s.BlockCacheMisses))
 	ch <- prometheus.MustNewConstMetric(c.compactionRead, prometheus.CounterValue, float64(s.CompactionReadBytes))
+	ch <- prometheus.MustNewConstMetric(c.compactionDebt, prometheus.GaugeValue, float64(s.CompactionDebtBytes))
+	ch <- prometheus.MustNewConstMetric(c.readAmp, prometheus.GaugeValue, float64(s.ReadAmp))
 	ch <- prometheus.MustNewConstMetric(c.writeStall, prometheus.CounterValue, float64(s.WriteStallNanos)/1e9)
 	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(s.Flushes))
 	ch <- prometheus.MustNewConstMetric(c.diskAvail, prometheus.GaugeValue, float64(s.DiskAvailBytes))

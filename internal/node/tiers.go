@@ -53,6 +53,10 @@ type TierStatus struct {
 	BlockCacheHits      int64 `json:"block_cache_hits"`
 	BlockCacheMisses    int64 `json:"block_cache_misses"`
 	CompactionReadBytes int64 `json:"compaction_read_bytes"`
+	// CompactionDebtBytes and ReadAmp are the tier store's compaction debt and read
+	// amplification (engine.Stats).
+	CompactionDebtBytes int64 `json:"compaction_debt_bytes"`
+	ReadAmp             int64 `json:"read_amp"`
 	// DiskAvailBytes is the tier device's free space and DiskReserveBytes what the tier
 	// keeps free there; NoSpaceRefusals counts the writes it refused for lack of it.
 	DiskAvailBytes   int64 `json:"disk_available_bytes"`
@@ -81,6 +85,7 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 		st.Tiers = append(st.Tiers, TierStatus{Tier: t.String(), Keys: s.Keys, DiskBytes: s.DiskBytes, Reads: s.Reads,
 			MovedIn: s.MovedIn, MovedInBytes: s.MovedInBytes, BlockCacheHits: s.BlockCacheHits,
 			BlockCacheMisses: s.BlockCacheMisses, CompactionReadBytes: s.CompactionReadBytes,
+			CompactionDebtBytes: s.CompactionDebtBytes, ReadAmp: s.ReadAmp,
 			DiskAvailBytes: s.DiskAvailBytes, DiskReserveBytes: s.DiskReserveBytes, NoSpaceRefusals: s.NoSpaceRefusals})
 	}
 	return st

@@ -69,7 +69,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 		t.Errorf("/tiers: %+v", st)
 	}
 	_, metrics := get(t, "http://"+n.AdminAddr()+"/metrics")
-	for _, want := range []string{`kura_tier_keys{tier="fast"} 3`, `kura_tier_fast_budget_bytes 1.048576e+06`, `kura_tier_reads_total{tier="fast"}`, "kura_engine_block_cache_misses_total", "kura_engine_compaction_read_bytes_total"} {
+	for _, want := range []string{`kura_tier_keys{tier="fast"} 3`, `kura_tier_fast_budget_bytes 1.048576e+06`, `kura_tier_reads_total{tier="fast"}`, "kura_engine_block_cache_misses_total", "kura_engine_compaction_read_bytes_total", "kura_engine_compaction_debt_bytes", "kura_engine_read_amplification"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -142,6 +142,61 @@ func TestPlainLSMDataDirBecomesTheSlowTier(t *testing.T) {
 	}
 	if code, _ := get(t, "http://"+n.AdminAddr()+"/tiers"); code != 200 {
 		t.Errorf("/tiers = %d", code)
+	}
+}
+
+// An lsm data directory can gain a second directory under the free-space rule (a second
+// device added to the node), and cannot lose it again once it has one.
+func TestPlainLSMDataDirGainsAFreeSpaceSecondDir(t *testing.T) {
+	cfg := testConfig(t, "lsm")
+	n, err := Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	if err := c.Set(ctx, "old", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg.LSMSecondDir, cfg.LSMSecondDirPolicy = filepath.Join(t.TempDir(), "ssd"), "free-space"
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = redis.NewClient(&redis.Options{Addr: n.Addr()})
+	if got := c.Get(ctx, "old").Val(); got != "1" {
+		t.Errorf("GET old = %q after adding the second directory", got)
+	}
+	if err := c.Set(ctx, "new", "2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plain := cfg
+	plain.LSMSecondDir, plain.LSMSecondDirPolicy = "", ""
+	if n, err := Start(plain, quiet()); !errors.Is(err, ErrEngineMismatch) {
+		if err == nil {
+			n.Shutdown(ctx)
+		}
+		t.Fatalf("restart without the second directory: %v, want ErrEngineMismatch", err)
+	}
+	n, err = Start(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(ctx)
+	c = redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	for k, want := range map[string]string{"old": "1", "new": "2"} {
+		if got := c.Get(ctx, k).Val(); got != want {
+			t.Errorf("GET %s = %q after restarting with the second directory, want %q", k, got, want)
+		}
 	}
 }
 

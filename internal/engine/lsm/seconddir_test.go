@@ -198,6 +198,41 @@ func TestStatsCountBlockCacheAndCompactionReads(t *testing.T) {
 	}
 }
 
+// Stats report the read amplification that stacked flushes leave and compactions remove,
+// and no compaction debt once everything is compacted.
+func TestStatsReportReadAmpAndCompactionDebt(t *testing.T) {
+	db, err := lsm.Open(t.TempDir(), lsm.Options{RowCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if s := db.Stats(); s.ReadAmp != 0 || s.CompactionDebtBytes != 0 {
+		t.Errorf("empty store: read amp %d, debt %d", s.ReadAmp, s.CompactionDebtBytes)
+	}
+	for v := range 3 { // the same keys in three flushes: three overlapping L0 files
+		var muts []row.Mutation
+		for i := range 100 {
+			k := fmt.Appendf(nil, "k%06d", i)
+			muts = append(muts, row.Mutation{Key: k, Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: k, Timestamp: int64(v + 1)}}}})
+		}
+		if err := db.Apply(muts); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := db.Stats(); s.ReadAmp < 2 { // pebble may already have merged some of them
+		t.Errorf("three overlapping flushes: read amp %d, want at least 2", s.ReadAmp)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if s := db.Stats(); s.ReadAmp != 1 || s.CompactionDebtBytes != 0 {
+		t.Errorf("compacted: read amp %d (want 1), debt %d (want 0)", s.ReadAmp, s.CompactionDebtBytes)
+	}
+}
+
 // CacheSizeBytes is left for blocks: pebble reserves the memtables' size in its block
 // cache, and a cache smaller than them used to cache nothing while writes filled them.
 func TestBlockCacheKeepsItsSizeNextToFullMemtables(t *testing.T) {

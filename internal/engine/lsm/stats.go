@@ -6,7 +6,8 @@ import "github.com/kuradb/kura/internal/engine"
 const fallbackEntryBytes = 128
 
 // Stats returns pebble's disk usage, the memory of its memtables and block cache in use,
-// its block cache's hits and misses, the bytes its compactions read, and an estimate of
+// its block cache's hits and misses, the bytes its compactions read, its compaction debt
+// and read amplification, and an estimate of
 // the number of rows. The row count is an estimate in two ways: a key
 // counts once per merge operand until compactions merge its operands (so it overcounts
 // rows written many times), and it is derived from table statistics pebble loads in the
@@ -32,6 +33,8 @@ func (db *DB) Stats() engine.Stats {
 		BlockCacheHits:      m.BlockCache.Hits,
 		BlockCacheMisses:    m.BlockCache.Misses,
 		CompactionReadBytes: compactionRead,
+		CompactionDebtBytes: int64(m.Compact.EstimatedDebt),
+		ReadAmp:             int64(m.ReadAmp()),
 		DiskBytes:           int64(m.DiskSpaceUsage()),
 		MemoryBytes:         int64(m.MemTable.Size) + m.BlockCache.Size + rowCacheBytes,
 		RowsEstimate:        db.sstableEntries() + db.memtableEntries(int64(m.WAL.Size)),

@@ -484,7 +484,8 @@ func (db *DB) Flush() error {
 	return wrapErr("flush", errors.Join(db.tiers[Fast].Flush(), db.tiers[Slow].Flush()))
 }
 
-// Stats sums the two tiers' figures.
+// Stats sums the two tiers' figures; the read amplification is the worse tier's, since a
+// read looks into the tier where its key lives.
 func (db *DB) Stats() engine.Stats {
 	if db.enter("stats") != nil {
 		return engine.Stats{}
@@ -501,6 +502,8 @@ func (db *DB) Stats() engine.Stats {
 		st.BlockCacheHits += t.BlockCacheHits
 		st.BlockCacheMisses += t.BlockCacheMisses
 		st.CompactionReadBytes += t.CompactionReadBytes
+		st.CompactionDebtBytes += t.CompactionDebtBytes
+		st.ReadAmp = max(st.ReadAmp, t.ReadAmp) // a read looks into one tier
 		st.AddDisk(t)
 	}
 	return st
