@@ -39,7 +39,17 @@
 # ssd31, of the same sizes; loads and runs start together), SLOT_BASE (0: the first slot's
 # number, so that a second run beside a running one takes other disks and ports, e.g.
 # SLOT_BASE=6), CACHE (64 MiB of lsm block cache; the row cache is off, so that memory
-# holds few rows in every configuration). Per run it saves the bench
+# holds few rows in every configuration), SETTLE_DEBT (0) and SETTLE_MAX (1800): after
+# loading, each node waits until its compaction debt (kura_engine_compaction_debt_bytes) is
+# at most SETTLE_DEBT bytes, or SETTLE_MAX seconds, so that every run starts from a store
+# its compactions have caught up with (how long a load leaves compactions behind depends
+# on how fast it went, which depends on the machine and on how many nodes load at once).
+#
+# As in the paper (seed 001, section 5: the workload starts with all data on the HDD, an
+# SSD added to an HDD-only system), free-space and tiered load onto the HDD alone (their
+# --data-dir, no second or fast directory) and restart with their SSD before the run;
+# slow, lower-levels and fast load as they run. Every node restarts between loading and
+# the run. Per run it saves the bench
 # result, the device counters of both disks (/sys/block/loopN/stat) around the run, the
 # node's /metrics, its store's report (/debug/store, before and after) and, for the tiered nodes, /tiers; every minute of the run it also
 # records both disks' read counters (devices.txt) and, for the tiered nodes, the fast
@@ -60,6 +70,8 @@ BUDGET=${BUDGET:-$((RECORDS * 110))}
 LOAD_MEMORY=${LOAD_MEMORY:-2G}
 RUN_MEMORY=${RUN_MEMORY:-384M}
 CACHE=${CACHE:-67108864}
+SETTLE_DEBT=${SETTLE_DEBT:-0}
+SETTLE_MAX=${SETTLE_MAX:-1800}
 PARALLEL=${PARALLEL:-}
 SLOT_BASE=${SLOT_BASE:-0}
 # The all-SSD bound's disk holds every record: 3 GB holds 1,000,000, not 3,000,000.
@@ -157,6 +169,18 @@ config_flags() {
   esac
 }
 
+# load_flags CONFIG prints the server flags a configuration loads with: the placements that
+# add an SSD to an HDD store load onto the HDD alone (see the header).
+load_flags() {
+  case $1 in
+  free-space* | tiered*)
+    echo "--data-dir=$HDD/data"
+    if [[ $1 == *-bs32 ]]; then echo "--lsm-block-size-bytes=32768"; fi
+    ;;
+  *) config_flags "$1" ;;
+  esac
+}
+
 # disk_stats LABEL SLOT: the block-layer counters of the slot's three loop devices (reads,
 # sectors read, writes, sectors written), named hdd, ssd and ssd2 whatever the slot.
 disk_stats() {
@@ -203,11 +227,12 @@ mkdir -p "$OUT"
 remove_data
 echo "# $(date -u +%FT%TZ) nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) records=$RECORDS threads=$THREADS run=$RUN warmup=$WARMUP zipfs=\"$ZIPFS\" configs=\"$CONFIGS\" budget=$BUDGET load_memory=$LOAD_MEMORY run_memory=$RUN_MEMORY cache=$CACHE parallel=${PARALLEL:-no}" | tee "$OUT/conditions.txt"
 
-# start_node CONFIG Z SLOT starts one configuration's node on the slot's disks and ports.
+# start_node CONFIG Z SLOT [load] starts one configuration's node on the slot's disks and
+# ports, with the flags it loads with when the fourth argument is "load".
 start_node() {
-  local c=$1 z=$2 flags
+  local c=$1 z=$2 flags phase=${4:-run}
   use_slot "$3"
-  mapfile -t flags < <(config_flags "$c")
+  if [ "$phase" = load ]; then mapfile -t flags < <(load_flags "$c"); else mapfile -t flags < <(config_flags "$c"); fi
   # GOMEMLIMIT keeps the heap that loading grows within what the run's limit allows.
   "$EMU" run --disk "$D_HDD" --disk "$D_SSD" --disk "$D_SSD2" --memory "$LOAD_MEMORY" -- env GOMEMLIMIT=200MiB \
     "$KURA" server --engine lsm --durability periodic --listen "127.0.0.1:$S_PORT" --admin-listen "127.0.0.1:$S_ADMIN" \
@@ -215,7 +240,30 @@ start_node() {
   WRAPPER_PIDS[$3]=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$S_ADMIN/healthz" >/dev/null || { cat "$WORK/$c-$z.log" >&2; exit 1; }
-  echo "# $c zipfian $z: kura server ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
+  echo "# $c zipfian $z, $phase: kura server ${flags[*]} (disks $D_HDD $D_SSD $D_SSD2)" | tee -a "$OUT/conditions.txt"
+}
+
+# stop_node SLOT stops the slot's node (SIGTERM: a clean shutdown) and waits for it.
+stop_node() {
+  kill -TERM "${WRAPPER_PIDS[$1]}" 2>/dev/null || true
+  wait "${WRAPPER_PIDS[$1]}" 2>/dev/null || true
+  unset "WRAPPER_PIDS[$1]"
+}
+
+# settle_node CONFIG Z SLOT waits until the slot's node has no more than SETTLE_DEBT bytes of
+# compaction debt, or SETTLE_MAX seconds, and says how long it took.
+settle_node() {
+  local start=$SECONDS m debt=unknown amp=unknown
+  use_slot "$3"
+  while :; do
+    m=$(curl -sf "http://127.0.0.1:$S_ADMIN/metrics" || true)
+    debt=$(echo "$m" | awk '/^kura_engine_compaction_debt_bytes/ {printf "%d", $2}')
+    amp=$(echo "$m" | awk '/^kura_engine_read_amplification/ {printf "%d", $2}')
+    if [ -n "$debt" ] && [ "$debt" -le "$SETTLE_DEBT" ]; then break; fi
+    if [ $((SECONDS - start)) -ge "$SETTLE_MAX" ]; then break; fi
+    sleep 5
+  done
+  echo "# $1 zipfian $2: compactions settled for $((SECONDS - start)) s after loading: debt ${debt:-unknown} bytes, read amplification ${amp:-unknown}" | tee -a "$OUT/conditions.txt"
 }
 
 # load_node CONFIG Z SLOT loads the records into the slot's node.
@@ -272,7 +320,7 @@ drop_caches() {
   [ "$dropped" = 1 ] || echo 3 >/proc/sys/vm/drop_caches
 }
 
-# at_once STEP Z runs STEP (load_node or run_node) for every configuration on its own
+# at_once STEP Z runs STEP (load_node, settle_node or run_node) for every configuration on its own
 # slot, all at once, and waits for them.
 at_once() {
   local i pids=()
@@ -288,9 +336,14 @@ for z in $ZIPFS; do
   if [ -n "$PARALLEL" ]; then
     remove_data
     for i in "${!CONFIG_LIST[@]}"; do
-      start_node "${CONFIG_LIST[$i]}" "$z" "$i"
+      start_node "${CONFIG_LIST[$i]}" "$z" "$i" load
     done
     at_once load_node "$z"
+    at_once settle_node "$z"
+    for i in "${!CONFIG_LIST[@]}"; do
+      stop_node "$i"
+      start_node "${CONFIG_LIST[$i]}" "$z" "$i"
+    done
     drop_caches
     for i in "${!CONFIG_LIST[@]}"; do limit_node "${CONFIG_LIST[$i]}" "$i"; done
     at_once run_node "$z"
@@ -298,8 +351,11 @@ for z in $ZIPFS; do
   else
     for c in "${CONFIG_LIST[@]}"; do
       remove_data
-      start_node "$c" "$z" 0
+      start_node "$c" "$z" 0 load
       load_node "$c" "$z" 0
+      settle_node "$c" "$z" 0
+      stop_node 0
+      start_node "$c" "$z" 0
       drop_caches
       limit_node "$c" 0
       run_node "$c" "$z" 0
