@@ -39,9 +39,10 @@
 # ssd31, of the same sizes; loads and runs start together), SLOT_BASE (0: the first slot's
 # number, so that a second run beside a running one takes other disks and ports, e.g.
 # SLOT_BASE=6), CACHE (64 MiB of lsm block cache; the row cache is off, so that memory
-# holds few rows in every configuration), SETTLE_DEBT (0) and SETTLE_MAX (1800): after
-# loading, each node waits until its compaction debt (kura_engine_compaction_debt_bytes) is
-# at most SETTLE_DEBT bytes, or SETTLE_MAX seconds, so that every run starts from a store
+# holds few rows in every configuration), SETTLE_DEBT (0), SETTLE_QUIET (90) and SETTLE_MAX
+# (1800): after loading, each node waits until its compaction debt
+# (kura_engine_compaction_debt_bytes) is at most SETTLE_DEBT bytes or has not changed for
+# SETTLE_QUIET seconds, or SETTLE_MAX seconds, so that every run starts from a store
 # its compactions have caught up with (how long a load leaves compactions behind depends
 # on how fast it went, which depends on the machine and on how many nodes load at once).
 #
@@ -72,6 +73,7 @@ RUN_MEMORY=${RUN_MEMORY:-384M}
 CACHE=${CACHE:-67108864}
 SETTLE_DEBT=${SETTLE_DEBT:-0}
 SETTLE_MAX=${SETTLE_MAX:-1800}
+SETTLE_QUIET=${SETTLE_QUIET:-90}
 PARALLEL=${PARALLEL:-}
 SLOT_BASE=${SLOT_BASE:-0}
 # The all-SSD bound's disk holds every record: 3 GB holds 1,000,000, not 3,000,000.
@@ -250,16 +252,21 @@ stop_node() {
   unset "WRAPPER_PIDS[$1]"
 }
 
-# settle_node CONFIG Z SLOT waits until the slot's node has no more than SETTLE_DEBT bytes of
-# compaction debt, or SETTLE_MAX seconds, and says how long it took.
+# settle_node CONFIG Z SLOT waits until the slot's node's compactions have caught up with
+# the load: its compaction debt (kura_engine_compaction_debt_bytes) is at most SETTLE_DEBT
+# bytes, or has not changed for SETTLE_QUIET seconds (pebble has no compaction it wants to
+# run: its estimate counts L0's bytes even when L0 is below its trigger), or SETTLE_MAX
+# seconds have passed; and says how long it took.
 settle_node() {
-  local start=$SECONDS m debt=unknown amp=unknown
+  local start=$SECONDS since=$SECONDS m debt=unknown last=none amp=unknown
   use_slot "$3"
   while :; do
     m=$(curl -sf "http://127.0.0.1:$S_ADMIN/metrics" || true)
     debt=$(echo "$m" | awk '/^kura_engine_compaction_debt_bytes/ {printf "%d", $2}')
     amp=$(echo "$m" | awk '/^kura_engine_read_amplification/ {printf "%d", $2}')
+    if [ "$debt" != "$last" ]; then last=$debt since=$SECONDS; fi
     if [ -n "$debt" ] && [ "$debt" -le "$SETTLE_DEBT" ]; then break; fi
+    if [ -n "$debt" ] && [ $((SECONDS - since)) -ge "$SETTLE_QUIET" ]; then break; fi
     if [ $((SECONDS - start)) -ge "$SETTLE_MAX" ]; then break; fi
     sleep 5
   done
