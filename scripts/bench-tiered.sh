@@ -20,6 +20,8 @@
 #                 (--tier-fast-page-cache=false), which then holds the HDD's pages
 #   fast          everything on a second, larger SSD (the upper bound)
 #   NAME-bs32     configuration NAME with 32 KiB sstable blocks (--lsm-block-size-bytes)
+#   NAME-gc25     configuration NAME with the Go collector's GOGC=25 (the heap grows a
+#                 quarter past its live data between collections, not twice)
 #
 # Run as root (loop devices and cgroups); it brings the disks up (hdd 8G, ssd 1G, ssd2 3G,
 # or 8G past 1,000,000 records; sparse images under /var/tmp/kura-disks) if they are not,
@@ -167,6 +169,7 @@ config_flags() {
   tiered-cache) config_flags tiered; echo "--tier-fast-cache-share=${FAST_CACHE_SHARE:-0.1}" ;;
   tiered-uncached) config_flags tiered; echo "--tier-fast-page-cache=false" ;;
   *-bs32) config_flags "${1%-bs32}"; echo "--lsm-block-size-bytes=32768" ;;
+  *-gc25) config_flags "${1%-gc25}" ;; # and GOGC=25 (start_node)
   *) echo "unknown configuration $1" >&2; return 1 ;;
   esac
 }
@@ -236,7 +239,9 @@ start_node() {
   use_slot "$3"
   if [ "$phase" = load ]; then mapfile -t flags < <(load_flags "$c"); else mapfile -t flags < <(config_flags "$c"); fi
   # GOMEMLIMIT keeps the heap that loading grows within what the run's limit allows.
-  "$EMU" run --disk "$D_HDD" --disk "$D_SSD" --disk "$D_SSD2" --memory "$LOAD_MEMORY" -- env GOMEMLIMIT=200MiB \
+  local goenv=(GOMEMLIMIT=200MiB)
+  if [[ $c == *-gc25 ]]; then goenv+=(GOGC=25); fi
+  "$EMU" run --disk "$D_HDD" --disk "$D_SSD" --disk "$D_SSD2" --memory "$LOAD_MEMORY" -- env "${goenv[@]}" \
     "$KURA" server --engine lsm --durability periodic --listen "127.0.0.1:$S_PORT" --admin-listen "127.0.0.1:$S_ADMIN" \
     --lsm-cache-size-bytes "$CACHE" --lsm-row-cache-bytes 0 "${flags[@]}" >"$WORK/$c-$z.log" 2>&1 &
   WRAPPER_PIDS[$3]=$!
