@@ -227,6 +227,34 @@ func TestDecisionLeavesQueuedRowsToPromotionOnRead(t *testing.T) {
 	}
 }
 
+// A row queued by a read is promoted even when the drain comes windows later (a starved
+// process): the read that queued it counts, though the tracker's windows have rolled past
+// it.
+func TestLateDrainStillPromotesARowReadOnce(t *testing.T) {
+	db, _, captured := openCapturing(t)
+	now := time.Unix(1000, 0)
+	put(t, db, "late", "a", 1)
+	cellsOf(t, db, "late")
+	tr := access.New(access.Config{Window: 200 * time.Millisecond})
+	tr.Record([]byte("late"), now)
+	db.opts.Tracker = tr
+	m, err := NewMigrator(db, MigratorConfig{BudgetBytes: 1 << 20, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.read["late"] = captured["late"]
+	later := now.Add(time.Second) // five windows on: Count and Recent have forgotten the read
+	if tr.Count([]byte("late"), later) != 0 || tr.Recent([]byte("late"), later) != 0 {
+		t.Fatal("the tracker still counts the read five windows on; the test needs it forgotten")
+	}
+	if err := m.promoteRead(later); err != nil {
+		t.Fatal(err)
+	}
+	if db.HomeOf([]byte("late")) != Fast {
+		t.Errorf("a row read once and drained five windows later is on the %s tier, want fast", db.HomeOf([]byte("late")))
+	}
+}
+
 // While promotion on read runs, the window's decision promotes nothing: a hot row that
 // missed the read queue waits for its next read (whose capture spares the slow device)
 // instead of being read from the slow tier by the decision. Once the budget is full, the

@@ -436,7 +436,7 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 }
 
 // promoteRead moves the queued keys that are hot (read at least K times in this window
-// or the last) to the fast tier, highest score first, at most the byte rate's share of
+// or the last, the read that queued them counted) to the fast tier, highest score first, at most the byte rate's share of
 // readDrainEvery: into the budget's room while it has some, and once it is full in place
 // of rows the last Step offered (pool) that score Displace times lower now, which move
 // to the slow tier first. The same Policy.Decide as a Step's decides, over the queued
@@ -461,7 +461,9 @@ func (m *Migrator) promoteRead(now time.Time) error {
 			continue
 		}
 		recent := m.tracker.Recent(kb, now)
-		reads := max(m.tracker.Count(kb, now), recent)
+		// The read that queued the key counts, however late the drain: by the time a
+		// starved drain runs, that read's window may have rolled out of Count and Recent.
+		reads := max(m.tracker.Count(kb, now), recent, 1)
 		if reads >= p.MinReads {
 			hot = append(hot, Candidate{Key: k, Reads: reads, Score: m.tracker.Score(kb, now) + float64(recent), Bytes: est})
 		}
