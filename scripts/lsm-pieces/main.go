@@ -27,9 +27,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/internal/bench"
 	"github.com/kuradb/kura/internal/engine/lsm"
@@ -127,7 +125,6 @@ func run(slowDir, fastDir, name string, records int64, zipf string, ops, seed in
 // way is read as "DATA,SECOND".
 func countTables(dirs string) (map[string]int, error) {
 	counts := map[string]int{}
-	merger := &pebble.Merger{Name: lsm.MergerName, Merge: pebble.DefaultMerger.Merge} // never called: keys only
 	for _, dir := range strings.Split(dirs, ",") {
 		names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 		if err != nil {
@@ -137,7 +134,7 @@ func countTables(dirs string) (map[string]int, error) {
 			if fi, err := os.Lstat(name); err != nil || fi.Mode()&os.ModeSymlink != 0 {
 				continue
 			}
-			if err := countTable(name, merger, counts); err != nil {
+			if err := countTable(name, counts); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 		}
@@ -145,19 +142,9 @@ func countTables(dirs string) (map[string]int, error) {
 	return counts, nil
 }
 
-func countTable(name string, merger *pebble.Merger, counts map[string]int) error {
-	f, err := vfs.Default.Open(name)
+func countTable(name string, counts map[string]int) error {
+	r, err := lsm.OpenTable(name)
 	if err != nil {
-		return err
-	}
-	readable, err := sstable.NewSimpleReadable(f)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	r, err := sstable.NewReader(context.Background(), readable, sstable.ReaderOptions{Mergers: sstable.Mergers{merger.Name: merger}})
-	if err != nil {
-		readable.Close()
 		return err
 	}
 	defer r.Close()

@@ -15,15 +15,11 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/internal/engine/lsm"
 )
@@ -35,7 +31,6 @@ func main() {
 	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	merger := &pebble.Merger{Name: lsm.MergerName, Merge: pebble.DefaultMerger.Merge} // never called
 	for _, dir := range os.Args[1:] {
 		names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 		if err != nil {
@@ -43,26 +38,16 @@ func main() {
 			os.Exit(1)
 		}
 		for _, name := range names {
-			if err := layout(out, name, merger); err != nil {
+			if err := layout(out, name); err != nil {
 				fmt.Fprintf(os.Stderr, "sst-layout: %s: %v\n", name, err) // compacted away, most likely
 			}
 		}
 	}
 }
 
-func layout(out *bufio.Writer, name string, merger *pebble.Merger) error {
-	f, err := vfs.Default.Open(name)
+func layout(out *bufio.Writer, name string) error {
+	r, err := lsm.OpenTable(name)
 	if err != nil {
-		return err
-	}
-	readable, err := sstable.NewSimpleReadable(f)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	r, err := sstable.NewReader(context.Background(), readable, sstable.ReaderOptions{Mergers: sstable.Mergers{merger.Name: merger}})
-	if err != nil {
-		readable.Close()
 		return err
 	}
 	defer r.Close()
