@@ -7,11 +7,11 @@ const fallbackEntryBytes = 128
 
 // Stats returns pebble's disk usage, the memory of its memtables and block cache in use,
 // its block cache's hits and misses, the bytes its compactions read, its compaction debt
-// and read amplification, and an estimate of
-// the number of rows. The row count is an estimate in two ways: a key
-// counts once per merge operand until compactions merge its operands (so it overcounts
-// rows written many times), and it is derived from table statistics pebble loads in the
-// background and from the WAL's size. Stats does no I/O. A closed DB reports zeros.
+// and read amplification, and an estimate of the number of rows. The row count is an
+// estimate in two ways: a key counts once per merge operand until compactions merge its
+// operands (so it overcounts rows written many times), and it is derived from table
+// statistics pebble loads in the background and from the WAL's size. Stats does no I/O. A
+// closed DB reports zeros.
 func (db *DB) Stats() engine.Stats {
 	if db.enter("stats") != nil {
 		return engine.Stats{}

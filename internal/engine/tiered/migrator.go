@@ -435,13 +435,14 @@ func (m *Migrator) loop(w time.Duration, lastWindow int64) {
 	}
 }
 
-// promoteRead moves the queued keys that are hot (read at least K times in this window
-// or the last, the read that queued them counted) to the fast tier, highest score first, at most the byte rate's share of
-// readDrainEvery: into the budget's room while it has some, and once it is full in place
-// of rows the last Step offered (pool) that score Displace times lower now, which move
-// to the slow tier first. The same Policy.Decide as a Step's decides, over the queued
-// keys and the offered rows; but a promotion here copies the row the read captured, so a
-// swap reads nothing from the slow device (the demoted row is read from the fast one).
+// promoteRead moves the queued keys that are hot (read at least K times in this window or
+// the last, the read that queued them counted) to the fast tier, highest score first, at
+// most the byte rate's share of readDrainEvery: into the budget's room while it has some,
+// and once it is full in place of rows the last Step offered (pool) that score Displace
+// times lower now, which move to the slow tier first. The same Policy.Decide as a Step's
+// decides, over the queued keys and the offered rows; but a promotion here copies the row
+// the read captured, so a swap reads nothing from the slow device (the demoted row is read
+// from the fast one).
 func (m *Migrator) promoteRead(now time.Time) error {
 	m.readMu.Lock()
 	queued := m.read
