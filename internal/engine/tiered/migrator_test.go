@@ -39,15 +39,7 @@ func TestMigratorPromotesTheMostReadRowsAndDisplacesCooledOnes(t *testing.T) {
 		}
 		return m.Last()
 	}
-	homes := func() string {
-		s := ""
-		for i := range 10 {
-			if fx.db.HomeOf(fmt.Appendf(nil, "k%d", i)) == tiered.Fast {
-				s += fmt.Sprintf(" k%d", i)
-			}
-		}
-		return s
-	}
+	homes := func() string { return fx.fastAmong(10) }
 
 	read("k1", 9)
 	read("k2", 5)
@@ -340,15 +332,7 @@ func TestMigratorBudgetChangesWhileRunning(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fast := func() string {
-		s := ""
-		for i := range 4 {
-			if fx.db.HomeOf(fmt.Appendf(nil, "k%d", i)) == tiered.Fast {
-				s += fmt.Sprintf(" k%d", i)
-			}
-		}
-		return s
-	}
+	fast := func() string { return fx.fastAmong(4) }
 	if err := m.SetBudget(-1); err == nil {
 		t.Fatal("SetBudget(-1) accepted")
 	}
@@ -369,4 +353,16 @@ func TestMigratorBudgetChangesWhileRunning(t *testing.T) {
 	if got := fast(); got != " k0 k1 k2 k3" {
 		t.Fatalf("fast tier with the budget raised to four rows:%s, want all four", got)
 	}
+}
+
+// fastAmong lists, in order, which of the keys k0 to k<n-1> are at home on the fast tier,
+// each after a space: " k1 k2".
+func (fx *fixture) fastAmong(n int) string {
+	s := ""
+	for i := range n {
+		if fx.db.HomeOf(fmt.Appendf(nil, "k%d", i)) == tiered.Fast {
+			s += fmt.Sprintf(" k%d", i)
+		}
+	}
+	return s
 }
