@@ -99,7 +99,7 @@ func TestLowestFastListsTheLowestScoredRows(t *testing.T) {
 	for i := range 3000 {
 		k := fmt.Sprintf("k%05d", i)
 		s := &db.stripes[stripeOf([]byte(k))]
-		s.fast[k] = int64(i)
+		s.fast.Set([]byte(k), int64(i))
 		score[k] = float64(rng.IntN(50)) // many ties
 		all = append(all, Candidate{Key: k, Reads: int(score[k]), Score: score[k], Bytes: int64(i)})
 	}
@@ -124,7 +124,7 @@ func TestDecisionDoesNotPromoteAFastRowItDidNotList(t *testing.T) {
 	const rows, size = poolMax + 1000, 1000
 	for i := range rows {
 		k := fmt.Sprintf("k%05d", i)
-		db.stripes[stripeOf([]byte(k))].fast[k] = size
+		db.stripes[stripeOf([]byte(k))].fast.Set([]byte(k), size)
 	}
 	db.fastKeys.Store(rows)
 	db.fastBytes.Store(rows * size)
@@ -156,7 +156,7 @@ func BenchmarkStep(b *testing.B) {
 			const size = 1000
 			for i := range rows {
 				k := fmt.Sprintf("k%07d", i)
-				db.stripes[stripeOf([]byte(k))].fast[k] = size
+				db.stripes[stripeOf([]byte(k))].fast.Set([]byte(k), size)
 			}
 			db.fastKeys.Store(int64(rows))
 			db.fastBytes.Store(int64(rows) * size)

@@ -1,11 +1,11 @@
 package tiered
 
 import (
-	"slices"
-
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kuradb/kura/internal/engine"
@@ -146,13 +146,13 @@ func (db *DB) mark(s *stripe, k []byte, to Tier, token uint64) (marked, unchange
 	}
 	unchanged = !inBoth && db.slots[slotOf(k)].started.Load() == token
 	s.both[string(k)] = to
-	size, wasFast := s.fast[string(k)]
+	size, wasFast := s.fast.Get(k)
 	switch {
 	case to == Fast && !wasFast:
-		s.fast[string(k)] = 0 // sized when the move finishes
+		s.fast.Set(k, 0) // sized when the move finishes
 		db.fastKeys.Add(1)
 	case to == Slow && wasFast:
-		delete(s.fast, string(k))
+		s.fast.Delete(k)
 		db.fastKeys.Add(-1)
 		db.fastBytes.Add(-size)
 	}
@@ -207,8 +207,8 @@ func (db *DB) finishMoves(src, dst Tier, keys [][]byte, known map[string]row.Row
 		if s.both[string(k)] == dst {
 			delete(s.both, string(k))
 		}
-		if old, ok := s.fast[string(k)]; ok && dst == Fast {
-			s.fast[string(k)] = sizes[string(k)]
+		if old, ok := s.fast.Get(k); ok && dst == Fast {
+			s.fast.Set(k, sizes[string(k)])
 			db.fastBytes.Add(sizes[string(k)] - old)
 		}
 	})
@@ -251,15 +251,13 @@ func (db *DB) lowestFast(n int, reads func(key []byte) (int, float64)) []Candida
 		return nil
 	}
 	h := make(highest, 0, min(n, int(db.fastKeys.Load())+1))
-	key := make([]byte, 0, 64)
 	for i := range db.stripes {
 		s := &db.stripes[i]
 		s.mu.RLock()
-		for k, size := range s.fast {
-			key = append(key[:0], k...)
-			c := Candidate{Key: k, Bytes: size}
-			c.Reads, c.Score = reads(key)
-			h.offer(c, n)
+		for k, size := range s.fast.All() {
+			c := Candidate{Bytes: size}
+			c.Reads, c.Score = reads(k)
+			h.offer(c, k, n)
 		}
 		s.mu.RUnlock()
 	}
@@ -271,16 +269,29 @@ func (db *DB) lowestFast(n int, reads func(key []byte) (int, float64)) []Candida
 // leave first if a lower one came.
 type highest []Candidate
 
-// offer keeps c if the heap holds fewer than n candidates or c comes before its top.
-func (h *highest) offer(c Candidate, n int) {
+// offer keeps c, with key as its Key, if the heap holds fewer than n candidates or c
+// comes before its top in lowestFirst's order. It copies key only to keep it: most rows
+// offered are not kept.
+func (h *highest) offer(c Candidate, key []byte, n int) {
 	switch {
 	case len(*h) < n:
+		c.Key = string(key)
 		*h = append(*h, c)
 		h.up(len(*h) - 1)
-	case lowestFirst(c, (*h)[0]) < 0:
+	case comesBefore(c.Score, key, (*h)[0]):
+		c.Key = string(key)
 		(*h)[0] = c
 		h.down(0)
 	}
+}
+
+// comesBefore reports whether a candidate with score and key comes before c in
+// lowestFirst's order.
+func comesBefore(score float64, key []byte, c Candidate) bool {
+	if o := cmp.Compare(score, c.Score); o != 0 {
+		return o < 0
+	}
+	return string(key) < c.Key // compared in place: no copy of key
 }
 
 func (h highest) up(i int) {
@@ -322,10 +333,10 @@ func (db *DB) Check() error {
 	for i := range db.stripes {
 		s := &db.stripes[i]
 		s.mu.RLock()
-		for _, size := range s.fast {
+		for _, size := range s.fast.All() {
 			n += size
 		}
-		keys += int64(len(s.fast))
+		keys += int64(s.fast.Len())
 		s.mu.RUnlock()
 	}
 	if b, k := db.fastBytes.Load(), db.fastKeys.Load(); b != n || k != keys {

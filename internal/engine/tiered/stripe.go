@@ -16,7 +16,7 @@ type stripe struct {
 	mu sync.RWMutex
 	// fast holds the keys at home on the fast tier, with the bytes each is thought to take
 	// there.
-	fast map[string]int64
+	fast keySizes
 	// both holds the keys stored in both tiers, being moved to the tier given.
 	both map[string]Tier
 }
@@ -26,7 +26,7 @@ func (s *stripe) home(key []byte) (home Tier, inBoth bool) {
 	if t, ok := s.both[string(key)]; ok {
 		return t, true
 	}
-	if _, ok := s.fast[string(key)]; ok {
+	if _, ok := s.fast.Get(key); ok {
 		return Fast, false
 	}
 	return Slow, false

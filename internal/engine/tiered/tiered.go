@@ -127,7 +127,6 @@ func Open(fastDir, slowDir string, opts Options) (*DB, error) {
 	db := &DB{dirs: [2]string{Slow: slowDir, Fast: fastDir}, opts: opts}
 	db.slots = make([]writeSlot, writeSlotCount)
 	for i := range db.stripes {
-		db.stripes[i].fast = make(map[string]int64)
 		db.stripes[i].both = make(map[string]Tier)
 	}
 	for _, t := range []Tier{Slow, Fast} {
@@ -165,21 +164,19 @@ func (db *DB) load() error {
 	if err != nil {
 		return fmt.Errorf("tiered: open: list the fast tier: %w", err)
 	}
-	var keys [][]byte
-	var bytes int64
+	var keys, bytes int64
 	for it.Next() {
 		r := it.Row()
-		k := string(it.Key())
 		size := int64(row.EncodedSize(&r))
-		db.stripes[stripeOf(it.Key())].fast[k] = size
+		db.stripes[stripeOf(it.Key())].fast.Set(it.Key(), size)
 		bytes += size
-		keys = append(keys, []byte(k))
+		keys++
 	}
 	err = errors.Join(it.Err(), it.Close())
 	if err != nil {
 		return fmt.Errorf("tiered: open: list the fast tier: %w", err)
 	}
-	db.fastKeys.Store(int64(len(keys)))
+	db.fastKeys.Store(keys)
 	db.fastBytes.Store(bytes)
 	mark := filepath.Join(db.dirs[Fast], cleanFileName)
 	switch _, err := os.Stat(mark); {
@@ -191,40 +188,54 @@ func (db *DB) load() error {
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("tiered: open: %w", err)
 	}
-	return db.reconcile(keys)
+	return db.reconcile()
 }
 
-// reconcile merges into the fast tier the keys of keys that the slow tier also holds,
-// and removes them from the slow tier: what a crash in the middle of a move leaves.
-func (db *DB) reconcile(keys [][]byte) error {
+// reconcile merges into the fast tier the fast keys that the slow tier also holds, and
+// removes them from the slow tier: what a crash in the middle of a move leaves. It runs
+// before Open returns, so nothing changes the stripes meanwhile.
+func (db *DB) reconcile() error {
 	const chunk = 256
-	for len(keys) > 0 {
-		n := min(chunk, len(keys))
-		var muts []row.Mutation
-		var found [][]byte
-		for _, k := range keys[:n] {
-			r, ok, err := db.tiers[Slow].GetStored(k)
-			if err != nil {
-				return fmt.Errorf("tiered: open: look up %q in the slow tier: %w", k, err)
-			}
-			if ok {
-				muts = append(muts, row.Mutation{Key: k, Row: r})
-				found = append(found, k)
+	keys := make([][]byte, 0, chunk)
+	for i := range db.stripes {
+		for k := range db.stripes[i].fast.All() {
+			keys = append(keys, slices.Clone(k))
+			if len(keys) == chunk {
+				if err := db.reconcileChunk(keys); err != nil {
+					return err
+				}
+				keys = keys[:0]
 			}
 		}
-		keys = keys[n:]
-		if len(found) == 0 {
-			continue
+	}
+	return db.reconcileChunk(keys)
+}
+
+// reconcileChunk is reconcile for some of the fast keys.
+func (db *DB) reconcileChunk(keys [][]byte) error {
+	var muts []row.Mutation
+	var found [][]byte
+	for _, k := range keys {
+		r, ok, err := db.tiers[Slow].GetStored(k)
+		if err != nil {
+			return fmt.Errorf("tiered: open: look up %q in the slow tier: %w", k, err)
 		}
-		if err := db.tiers[Fast].Apply(muts); err != nil {
-			return fmt.Errorf("tiered: open: merge keys found in both tiers: %w", err)
+		if ok {
+			muts = append(muts, row.Mutation{Key: k, Row: r})
+			found = append(found, k)
 		}
-		if err := db.tiers[Fast].Sync(); err != nil {
-			return fmt.Errorf("tiered: open: %w", err)
-		}
-		if err := db.tiers[Slow].Remove(found); err != nil {
-			return fmt.Errorf("tiered: open: %w", err)
-		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if err := db.tiers[Fast].Apply(muts); err != nil {
+		return fmt.Errorf("tiered: open: merge keys found in both tiers: %w", err)
+	}
+	if err := db.tiers[Fast].Sync(); err != nil {
+		return fmt.Errorf("tiered: open: %w", err)
+	}
+	if err := db.tiers[Slow].Remove(found); err != nil {
+		return fmt.Errorf("tiered: open: %w", err)
 	}
 	return nil
 }
