@@ -267,8 +267,8 @@ settle_node() {
   use_slot "$3"
   while :; do
     m=$(curl -sf "http://127.0.0.1:$S_ADMIN/metrics" || true)
-    debt=$(echo "$m" | awk '/^kura_engine_compaction_debt_bytes/ {printf "%d", $2}')
-    amp=$(echo "$m" | awk '/^kura_engine_read_amplification/ {printf "%d", $2}')
+    debt=$(echo "$m" | awk '/^kura_engine_compaction_debt_bytes/ {printf "%.0f", $2}')
+    amp=$(echo "$m" | awk '/^kura_engine_read_amplification/ {printf "%.0f", $2}')
     if [ "$debt" != "$last" ]; then last=$debt since=$SECONDS; fi
     if [ -n "$debt" ] && [ "$debt" -le "$SETTLE_DEBT" ]; then break; fi
     if [ -n "$debt" ] && [ $((SECONDS - since)) -ge "$SETTLE_QUIET" ]; then break; fi
