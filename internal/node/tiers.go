@@ -14,13 +14,16 @@ import (
 
 // TiersStatus is what /tiers reports about a tiered engine (`kura admin tiers`).
 type TiersStatus struct {
-	Node        string        `json:"node"`
-	Host        string        `json:"host"`
-	FastDir     string        `json:"fast_dir"`
-	SlowDir     string        `json:"slow_dir"`
-	BudgetBytes int64         `json:"budget_bytes"`
-	Window      time.Duration `json:"window"`
-	MinReads    int           `json:"min_reads"`
+	Node        string `json:"node"`
+	Host        string `json:"host"`
+	FastDir     string `json:"fast_dir"`
+	SlowDir     string `json:"slow_dir"`
+	BudgetBytes int64  `json:"budget_bytes"`
+	// DeviceCapBytes is, when not 0, the lower budget in force because the fast device was
+	// found to hold less (tiered.Migrator.DeviceCap).
+	DeviceCapBytes int64         `json:"device_cap_bytes,omitempty"`
+	Window         time.Duration `json:"window"`
+	MinReads       int           `json:"min_reads"`
 	// CountWrites reports whether writes count as accesses, like reads.
 	CountWrites bool `json:"count_writes"`
 	// Tiers are each tier's figures, fast first.
@@ -76,6 +79,9 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(), SpilledKeys: db.Spilled(),
 		SinceStart: n.migrator.SinceOpen(n.started, now), LastMinute: n.migrator.Recent(time.Minute, now),
 		LastDecision: n.migrator.Last()}
+	if c, capped := n.migrator.DeviceCap(); capped {
+		st.DeviceCapBytes = c
+	}
 	if st.SlowDir == "" {
 		st.SlowDir = n.dir.engineDir(n.cfg.Engine)
 	}
@@ -131,6 +137,7 @@ type tierCollector struct {
 	movedB   *prometheus.Desc
 	rowBytes *prometheus.Desc
 	budgetD  *prometheus.Desc
+	capD     *prometheus.Desc
 	thresh   *prometheus.Desc
 	inBoth   *prometheus.Desc
 }
@@ -145,6 +152,7 @@ func newTierCollector(db *tiered.DB, m *tiered.Migrator) *tierCollector {
 		movedB:   prometheus.NewDesc("kura_tier_moved_bytes_total", "Bytes of rows moved to each tier.", tier, nil),
 		rowBytes: prometheus.NewDesc("kura_tier_fast_row_bytes", "Row data on the fast tier, as measured when the rows moved.", nil, nil),
 		budgetD:  prometheus.NewDesc("kura_tier_fast_budget_bytes", "The fast tier's budget (--fast-budget-bytes, or as kura admin tiers --set-budget changed it).", nil, nil),
+		capD:     prometheus.NewDesc("kura_tier_fast_budget_in_force_bytes", "The fast tier's budget in force: the budget, or less while the fast device has been found to hold less.", nil, nil),
 		thresh: prometheus.NewDesc("kura_tier_threshold_reads",
 			"Fewest reads in the last window of a row kept on the fast tier at the latest decision: K while the budget has room.", nil, nil),
 		inBoth: prometheus.NewDesc("kura_tier_keys_moving", "Keys stored in both tiers right now: moves under way.", nil, nil),
@@ -152,7 +160,7 @@ func newTierCollector(db *tiered.DB, m *tiered.Migrator) *tierCollector {
 }
 
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.keys, c.disk, c.reads, c.moved, c.movedB, c.rowBytes, c.budgetD, c.thresh, c.inBoth} {
+	for _, d := range []*prometheus.Desc{c.keys, c.disk, c.reads, c.moved, c.movedB, c.rowBytes, c.budgetD, c.capD, c.thresh, c.inBoth} {
 		ch <- d
 	}
 }
@@ -169,6 +177,11 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.rowBytes, prometheus.GaugeValue, float64(c.db.FastRowBytes()))
 	ch <- prometheus.MustNewConstMetric(c.budgetD, prometheus.GaugeValue, float64(c.m.Budget()))
+	inForce := c.m.Budget()
+	if cp, capped := c.m.DeviceCap(); capped {
+		inForce = min(inForce, cp)
+	}
+	ch <- prometheus.MustNewConstMetric(c.capD, prometheus.GaugeValue, float64(inForce))
 	ch <- prometheus.MustNewConstMetric(c.thresh, prometheus.GaugeValue, float64(c.m.Last().Threshold))
 	ch <- prometheus.MustNewConstMetric(c.inBoth, prometheus.GaugeValue, float64(c.db.InBoth()))
 }

@@ -3,6 +3,7 @@ package tiered
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -60,11 +61,17 @@ type Migrator struct {
 	cfg     MigratorConfig
 	// budget is the fast tier's budget: cfg.BudgetBytes until SetBudget.
 	budget atomic.Int64
+	// deviceCap is the budget the fast device has been found to hold (fitDevice), or
+	// math.MaxInt64 while it has not been found short. The budget in force is the lower
+	// of the two (limit).
+	deviceCap atomic.Int64
 
 	mu sync.Mutex // held by Step and promoteRead, which may take minutes on a busy device
 	// pool holds, once the budget is full, the fast tier's lowest-scored rows at the last
 	// Step, lowest first: the rows a read's promotion may displace (see promoteRead).
 	pool []Candidate
+	// capChanged is when fitDevice last changed deviceCap.
+	capChanged time.Time
 
 	lastMu sync.Mutex
 	last   Decision
@@ -130,6 +137,7 @@ func NewMigrator(db *DB, cfg MigratorConfig) (*Migrator, error) {
 	m := &Migrator{db: db, tracker: db.opts.Tracker, cfg: cfg.withDefaults(),
 		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]Captured)}
 	m.budget.Store(cfg.BudgetBytes)
+	m.deviceCap.Store(math.MaxInt64)
 	return m, nil
 }
 
@@ -141,17 +149,76 @@ func (m *Migrator) SetBudget(bytes int64) error {
 		return fmt.Errorf("tiered: %w: budget %d bytes", engine.ErrInvalid, bytes)
 	}
 	m.budget.Store(bytes)
-	m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > bytes)
+	m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.limit())
 	return nil
 }
 
-// Budget returns the fast tier's budget in bytes of rows.
+// Budget returns the fast tier's budget in bytes of rows, as configured.
 func (m *Migrator) Budget() int64 { return m.budget.Load() }
+
+// DeviceCap returns the budget the fast device has been found to hold, and false while
+// it has not been found short (see fitDevice).
+func (m *Migrator) DeviceCap() (int64, bool) {
+	c := m.deviceCap.Load()
+	return c, c != math.MaxInt64
+}
+
+// limit is the budget in force: the configured one, or less if the device holds less.
+func (m *Migrator) limit() int64 { return min(m.budget.Load(), m.deviceCap.Load()) }
+
+// capEvery is how long fitDevice waits between changes of the cap: a demoted row's space
+// comes back only when the fast store compacts its deletion away, so a device found short
+// again moments after a cut has not yet had the chance to gain the room cut.
+const capEvery = time.Minute
+
+// fitDevice fits the budget to what the fast device holds, from the device's free space
+// at a decision. The budget counts rows' bytes; the fast store takes more (its log,
+// memtables, versions not yet merged), and a budget set near the device's size fills it
+// first. Found short (past its reserve, engine.DiskWatcher), the device's cap becomes the
+// fast rows' bytes less a twentieth, so that the decision demotes the lowest-scored rows
+// and hotter ones can take their place; without it no row moves in and only rows written
+// move out. Found with room for the rest of the budget and a tenth more, the cap is
+// lifted; with room for a tenth of the cap, it rises a twentieth. Cuts and rises come at
+// most once every capEvery. It reports whether it cut the cap. The caller holds mu.
+func (m *Migrator) fitDevice(now time.Time) (cut bool) {
+	c, capped := m.DeviceCap()
+	rest := m.budget.Load() - m.db.FastRowBytes()
+	settled := m.capChanged.IsZero() || now.Sub(m.capChanged) >= capEvery
+	var to int64
+	switch {
+	case m.db.fastLow():
+		to = min(m.db.FastRowBytes(), c)
+		to -= to / 20
+		if !settled || capped && to >= c {
+			return false
+		}
+	case !capped:
+		return false
+	case !m.db.fastLowBy(rest + rest/10):
+		to = math.MaxInt64
+	case settled && !m.db.fastLowBy(c/10):
+		to = c + max(c/20, 1)
+		if to >= m.budget.Load() {
+			to = math.MaxInt64
+		}
+	default:
+		return false
+	}
+	m.deviceCap.Store(to)
+	m.capChanged = now
+	if to == math.MaxInt64 {
+		m.cfg.Logger.Info("tiered: the fast device has room again: the budget is in force", "budget_bytes", m.budget.Load())
+		return false
+	}
+	m.cfg.Logger.Warn("tiered: the fast device holds less than the budget: budget capped", "cap_bytes", to,
+		"budget_bytes", m.budget.Load(), "fast_row_bytes", m.db.FastRowBytes())
+	return to < c
+}
 
 // policy is the Policy a step applies.
 func (m *Migrator) policy() Policy {
 	w := m.tracker.Config().Window
-	return Policy{BudgetBytes: m.budget.Load(), MinReads: m.tracker.Config().MinCount, Displace: m.cfg.Displace,
+	return Policy{BudgetBytes: m.limit(), MinReads: m.tracker.Config().MinCount, Displace: m.cfg.Displace,
 		MaxMoveBytes: int64(float64(m.cfg.MoveBytesPerSecond) * w.Seconds())}
 }
 
@@ -179,6 +246,7 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 		queued[k] = true
 	}
 	m.readMu.Unlock()
+	cut := m.fitDevice(now)
 	var in Input
 	for _, k := range hot {
 		if queued[k.Key] {
@@ -206,10 +274,18 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	d := Decision{At: now, Threshold: threshold(p, in, rows-int64(len(in.Fast)), moves)}
 	before := m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load()
 	err := m.carryOut(moves, &d)
+	if cut && d.Demoted > 0 && err == nil {
+		// The demoted rows' deletions sit in the fast store's memtable, which a fast tier
+		// taking no rows does not fill: flushed, they reach the tables its compactions
+		// merge, and their space comes back.
+		if ferr := m.db.tiers[Fast].Flush(); ferr != nil {
+			m.cfg.Logger.Warn("tiered: flush the fast tier after a cut", "err", ferr)
+		}
+	}
 	d.MovedBytes = m.db.movedBytes[Fast].Load() + m.db.movedBytes[Slow].Load() - before
 	d.Took = time.Since(start)
 	d.FastBytes = m.db.FastRowBytes()
-	full := d.FastBytes+est > m.budget.Load()
+	full := d.FastBytes+est > m.limit()
 	m.full.Store(full)
 	m.pool = nil
 	if full && m.started.Load() {
@@ -369,7 +445,7 @@ func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
 		w := m.tracker.Config().Window
-		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.budget.Load())
+		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.limit())
 		hook := m.noteRead
 		m.db.slowRead.Store(&hook)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
@@ -469,7 +545,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 			hot = append(hot, Candidate{Key: k, Reads: reads, Score: m.tracker.Score(kb, now) + float64(recent), Bytes: est})
 		}
 	}
-	room := max(0, m.budget.Load()-m.db.FastRowBytes())
+	room := max(0, m.limit()-m.db.FastRowBytes())
 	var offered []Candidate
 	var offeredBytes int64
 	if room < est*int64(len(hot)) { // rescore as many of the offered rows as could go
@@ -498,7 +574,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 		}
 	}
 	defer func() {
-		m.full.Store(m.db.FastRowBytes()+est > m.budget.Load())
+		m.full.Store(m.db.FastRowBytes()+est > m.limit())
 		m.swapping.Store(len(m.pool) > 0)
 	}()
 	if len(demote) > 0 {

@@ -2,6 +2,8 @@ package tiered_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +91,113 @@ func TestNoPromotionToAFullFastTier(t *testing.T) {
 	step()
 	if h := fx.db.HomeOf([]byte("k1")); h != tiered.Fast {
 		t.Fatalf("k1 not promoted once the fast device had room (home %s)", h)
+	}
+}
+
+// TestAFastDeviceFoundShortCapsTheBudget: a decision that finds the fast device past its
+// reserve caps the budget a twentieth below the rows on it, so that the lowest-scored rows
+// leave; the cap changes at most once a minute, and rises back to the budget a twentieth
+// at a time once the device has room. The budget as configured stays.
+func TestAFastDeviceFoundShortCapsTheBudget(t *testing.T) {
+	tr := access.New(access.Config{Window: 10 * time.Second, HistoryWindows: 8})
+	fx := newFixtureWith(t, tr)
+	keys := make([]string, 20)
+	value := strings.Repeat("v", 64<<10) // rows large beside the 1 MiB a promotion needs free
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%02d", i)
+		fx.apply(keys[i], cell("v", value, 1))
+	}
+	m := fx.sizedMigrator(keys[0], 40) // the budget holds twice the rows there are
+	if err := fx.move(tiered.Fast, keys[1:]...); err != nil {
+		t.Fatal(err)
+	}
+	rowBytes := m.Budget() / 40
+	for i, k := range keys { // k00 is never read, k19 read 19 times: scores in key order
+		for range i {
+			mustGet(t, fx.db, k)
+		}
+	}
+	step := func(after time.Duration) {
+		t.Helper()
+		fx.clk.Advance(after)
+		if _, err := m.Step(time.UnixMicro(fx.clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onFast := func() (n int, lowest string) {
+		for _, k := range keys {
+			if fx.db.HomeOf([]byte(k)) == tiered.Fast {
+				if n == 0 {
+					lowest = k
+				}
+				n++
+			}
+		}
+		return n, lowest
+	}
+	capRows := func() float64 {
+		c, capped := m.DeviceCap()
+		if !capped {
+			return 0
+		}
+		return float64(c) / float64(rowBytes)
+	}
+
+	step(10 * time.Second) // room on the device: nothing moves
+	if n, _ := onFast(); n != 20 || capRows() != 0 {
+		t.Fatalf("with room on the device: %d rows on the fast tier, cap %.2f rows; want 20 and none", n, capRows())
+	}
+	flushes := fx.tiers[tiered.Fast].flushes.Load()
+	fx.tiers[tiered.Fast].full.Store(true)
+	step(10 * time.Second)
+	if n, lowest := onFast(); n != 19 || lowest != "k01" || capRows() != 19 {
+		t.Fatalf("device short: %d rows on the fast tier from %s, cap %.2f rows; want 19 from k01 (k00 demoted), cap 19", n, lowest, capRows())
+	}
+	// The demotion's deletions are flushed, so that compactions can give their space back.
+	if f := fx.tiers[tiered.Fast].flushes.Load(); f != flushes+1 {
+		t.Fatalf("the fast tier was flushed %d times after the cut, want once", f-flushes)
+	}
+	step(30 * time.Second) // still short, but within a minute of the cut: its room is not back yet
+	if n, _ := onFast(); n != 19 || capRows() != 19 {
+		t.Fatalf("30 s after the cut: %d rows, cap %.2f; want 19 and 19", n, capRows())
+	}
+	if f := fx.tiers[tiered.Fast].flushes.Load(); f != flushes+1 {
+		t.Fatalf("the fast tier was flushed again without a cut (%d flushes)", f-flushes)
+	}
+	step(30 * time.Second) // a minute on, still short: cut again
+	if n, lowest := onFast(); n != 18 || lowest != "k02" {
+		t.Fatalf("a minute after the cut: %d rows on the fast tier from %s; want 18 from k02", n, lowest)
+	}
+	if got := capRows(); got < 18 || got >= 19 {
+		t.Fatalf("cap after the second cut %.2f rows, want 18.05", got)
+	}
+	if m.Budget() != 40*rowBytes {
+		t.Fatalf("Budget() = %d, want the configured %d", m.Budget(), 40*rowBytes)
+	}
+
+	// Room for a promotion and five rows, not for the rest of the budget: the cap rises a
+	// twentieth a minute.
+	fx.tiers[tiered.Fast].full.Store(false)
+	fx.tiers[tiered.Fast].room.Store(1<<20 + 5*rowBytes)
+	last := capRows()
+	step(10 * time.Second)
+	if c := capRows(); c != last {
+		t.Fatalf("the cap rose from %.2f to %.2f rows within a minute of the cut", last, c)
+	}
+	for range 3 {
+		step(time.Minute)
+		if c := capRows(); c <= last || c > last*1.06 {
+			t.Fatalf("with room for five rows, the cap went from %.2f to %.2f rows; want up a twentieth", last, c)
+		}
+		last = capRows()
+	}
+	// Room for the rest of the budget: lifted at once.
+	fx.tiers[tiered.Fast].room.Store(0)
+	step(10 * time.Second)
+	if c := capRows(); c != 0 {
+		t.Fatalf("with room for the whole budget the cap is still %.2f rows", c)
+	}
+	if err := fx.db.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

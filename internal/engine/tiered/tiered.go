@@ -340,9 +340,13 @@ func (db *DB) apply(batch []row.Mutation, count bool) (Tier, error) {
 
 // fastLow reports whether the fast tier's store would refuse a write for lack of disk
 // space (engine.DiskWatcher): then no row is promoted to it.
-func (db *DB) fastLow() bool {
+func (db *DB) fastLow() bool { return db.fastLowBy(1 << 20) }
+
+// fastLowBy reports whether the fast tier would refuse a write of n bytes for lack of
+// disk space.
+func (db *DB) fastLowBy(n int64) bool {
 	w, ok := db.tiers[Fast].(engine.DiskWatcher)
-	return ok && w.DiskLow(1<<20)
+	return ok && w.DiskLow(n)
 }
 
 // homeOf returns the home of the batch's keys and whether they do not share one. The

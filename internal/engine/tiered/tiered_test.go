@@ -30,6 +30,14 @@ type hookedTier struct {
 	// the lsm engine does on a device past its reserve (Remove still works: it may use
 	// half of the reserve).
 	full atomic.Bool
+	// room, when not 0, makes DiskLow report writes larger than it.
+	room    atomic.Int64
+	flushes atomic.Int64 // Flush calls
+}
+
+func (h *hookedTier) Flush() error {
+	h.flushes.Add(1)
+	return h.Tierable.Flush()
 }
 
 func (h *hookedTier) Apply(batch []row.Mutation) error {
@@ -39,7 +47,10 @@ func (h *hookedTier) Apply(batch []row.Mutation) error {
 	return h.Tierable.Apply(batch)
 }
 
-func (h *hookedTier) DiskLow(int64) bool { return h.full.Load() }
+func (h *hookedTier) DiskLow(n int64) bool {
+	r := h.room.Load()
+	return h.full.Load() || r > 0 && n > r
+}
 
 func (h *hookedTier) GetStored(key []byte) (row.Row, bool, error) {
 	h.storedReads.Add(1)
