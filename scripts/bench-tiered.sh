@@ -314,11 +314,32 @@ run_node() {
 }
 
 # drop_caches starts the runs cold: what loading left in the page cache is written back
-# and dropped from this run's nodes' memory cgroups, so that another run beside it
-# (SLOT_BASE) keeps its nodes' pages; the whole machine's page cache where cgroups cannot.
+# and dropped, file by file on this run's disks (posix_fadvise DONTNEED) and from this
+# run's nodes' memory cgroups, so that another run beside it (SLOT_BASE) keeps its nodes'
+# pages; the whole machine's page cache where neither can. Dropping the cgroups' pages
+# alone is not enough once the nodes have restarted after loading: the pages the loading
+# process read and wrote stay cached, charged to the cgroup above the one it ran in and
+# not to the node's, which then reads them under no memory limit (free-space's node had
+# 1.9 GB of its tables cached a minute into a run limited to 384 MiB).
 drop_caches() {
-  local pid dir dropped=0
+  local pid dir dropped=0 i
   sync
+  for i in "${!CONFIG_LIST[@]}"; do
+    use_slot "$i"
+    find "$HDD" "$SSD" "$SSD2" -type f -print0 2>/dev/null | python3 -c '
+import os, sys
+for name in sys.stdin.buffer.read().split(b"\0"):
+    if not name:
+        continue
+    try:
+        fd = os.open(name, os.O_RDONLY)
+    except OSError:
+        continue  # removed since: a compaction
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)'
+  done
   for pid in "${WRAPPER_PIDS[@]}"; do
     while read -r dir; do
       if [ -e "$dir/memory.force_empty" ]; then
