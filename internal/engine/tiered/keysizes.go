@@ -67,12 +67,17 @@ func (m *keySizes) find(key []byte, h uint32) (int, bool) {
 	}
 }
 
-// Get returns key's size and whether key is held.
-func (m *keySizes) Get(key []byte) (int64, bool) {
+// lookup returns the table index holding key and whether it is held.
+func (m *keySizes) lookup(key []byte) (int, bool) {
 	if m.n == 0 {
 		return 0, false
 	}
-	i, ok := m.find(key, keyHash(key))
+	return m.find(key, keyHash(key))
+}
+
+// Get returns key's size and whether key is held.
+func (m *keySizes) Get(key []byte) (int64, bool) {
+	i, ok := m.lookup(key)
 	if !ok {
 		return 0, false
 	}
@@ -112,10 +117,7 @@ func (m *keySizes) Set(key []byte, size int64) {
 
 // Delete removes key and returns the size it had and whether it was held.
 func (m *keySizes) Delete(key []byte) (int64, bool) {
-	if m.n == 0 {
-		return 0, false
-	}
-	i, ok := m.find(key, keyHash(key))
+	i, ok := m.lookup(key)
 	if !ok {
 		return 0, false
 	}
