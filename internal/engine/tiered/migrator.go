@@ -138,7 +138,33 @@ func NewMigrator(db *DB, cfg MigratorConfig) (*Migrator, error) {
 		stop: make(chan struct{}), done: make(chan struct{}), read: make(map[string]Captured)}
 	m.budget.Store(cfg.BudgetBytes)
 	m.deviceCap.Store(math.MaxInt64)
+	m.seedCap()
 	return m, nil
+}
+
+// seedCap caps the budget from the start when the fast device cannot take the rest of
+// it: at the rows on the fast tier now and four fifths of the room the device has left,
+// the rest kept for the store's own overhead (its log, memtables and versions not yet
+// merged took about a quarter more than the rows in the evaluation), so that the cap is
+// not found by filling the device. fitDevice moves it from there.
+func (m *Migrator) seedCap() {
+	fast := m.db.FastRowBytes()
+	rest := m.budget.Load() - fast
+	if rest <= 0 || !m.db.fastLowBy(rest+rest/4) {
+		return
+	}
+	// The largest write the device takes, to a mebibyte: DiskLow answers yes or no.
+	lo, hi := int64(0), rest+rest/4
+	for hi-lo > 1<<20 {
+		if mid := lo + (hi-lo)/2; m.db.fastLowBy(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	m.deviceCap.Store(fast + lo*4/5)
+	m.cfg.Logger.Warn("tiered: the fast device cannot hold the budget: budget capped", "cap_bytes", fast+lo*4/5,
+		"budget_bytes", m.budget.Load(), "fast_row_bytes", fast, "device_room_bytes", lo)
 }
 
 // SetBudget changes the fast tier's budget on a running engine (`kura admin tiers
@@ -149,6 +175,9 @@ func (m *Migrator) SetBudget(bytes int64) error {
 		return fmt.Errorf("tiered: %w: budget %d bytes", engine.ErrInvalid, bytes)
 	}
 	m.budget.Store(bytes)
+	if _, capped := m.DeviceCap(); !capped {
+		m.seedCap()
+	}
 	m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.limit())
 	return nil
 }

@@ -201,3 +201,48 @@ func TestAFastDeviceFoundShortCapsTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestABudgetTheFastDeviceCannotHoldIsCappedFromTheStart: a migrator whose budget's rest
+// does not fit the fast device's room caps the budget at the rows there and four fifths
+// of the room; so does a budget raised past the device later.
+func TestABudgetTheFastDeviceCannotHoldIsCappedFromTheStart(t *testing.T) {
+	tr := access.New(access.Config{Window: 10 * time.Second, HistoryWindows: 8})
+	fx := newFixtureWith(t, tr)
+	fx.apply("k0", cell("v", strings.Repeat("v", 64<<10), 1))
+	probe := fx.sizedMigrator("k0", 1) // measures a row, on a device with room
+	rowBytes := probe.Budget()
+	if _, capped := probe.DeviceCap(); capped {
+		t.Fatal("capped on a device with room")
+	}
+
+	room := 100 * rowBytes
+	fx.tiers[tiered.Fast].room.Store(room)
+	m, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 400 * rowBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, capped := m.DeviceCap()
+	lo, hi := rowBytes+(room-1<<20)*4/5, rowBytes+room*4/5
+	if !capped || c < lo || c > hi {
+		t.Fatalf("DeviceCap() = %d, %v; want within [%d, %d]: the row there and four fifths of the room", c, capped, lo, hi)
+	}
+	if m.Budget() != 400*rowBytes {
+		t.Fatalf("Budget() = %d, want the configured %d", m.Budget(), 400*rowBytes)
+	}
+
+	// Raised past the device on a running migrator: capped the same way.
+	if err := probe.SetBudget(400 * rowBytes); err != nil {
+		t.Fatal(err)
+	}
+	if c, capped := probe.DeviceCap(); !capped || c < lo || c > hi {
+		t.Fatalf("after SetBudget past the device, DeviceCap() = %d, %v; want within [%d, %d]", c, capped, lo, hi)
+	}
+	// A budget the device holds is not capped.
+	fit, err := tiered.NewMigrator(fx.db, tiered.MigratorConfig{BudgetBytes: 50 * rowBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, capped := fit.DeviceCap(); capped {
+		t.Fatalf("a budget of 50 rows on a device with room for 100 capped at %d", c)
+	}
+}
