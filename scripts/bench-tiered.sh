@@ -47,6 +47,9 @@
 # SETTLE_QUIET seconds, or SETTLE_MAX seconds, so that every run starts from a store
 # its compactions have caught up with (how long a load leaves compactions behind depends
 # on how fast it went, which depends on the machine and on how many nodes load at once).
+# SKIP_LOAD (set, with PARALLEL and one zipfian constant): run on the data a previous
+# invocation with the same CONFIGS, RECORDS and SLOT_BASE loaded and settled, without
+# loading again.
 #
 # As in the paper (seed 001, section 5: the workload starts with all data on the HDD, an
 # SSD added to an HDD-only system), free-space and tiered load onto the HDD alone (their
@@ -63,6 +66,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/tiered}
+SKIP_LOAD=${SKIP_LOAD:-}
 RECORDS=${RECORDS:-1000000}
 THREADS=${THREADS:-32}
 RUN=${RUN:-240s}
@@ -326,7 +330,7 @@ drop_caches() {
   sync
   for i in "${!CONFIG_LIST[@]}"; do
     use_slot "$i"
-    find "$HDD" "$SSD" "$SSD2" -type f -print0 2>/dev/null | python3 -c '
+    { find "$HDD" "$SSD" "$SSD2" -type f -print0 2>/dev/null || true; } | python3 -c '
 import os, sys
 for name in sys.stdin.buffer.read().split(b"\0"):
     if not name:
@@ -367,14 +371,16 @@ at_once() {
 COMMON=(-p writeallfields=true --records "$RECORDS" --progress none)
 for z in $ZIPFS; do
   if [ -n "$PARALLEL" ]; then
-    remove_data
+    if [ -z "$SKIP_LOAD" ]; then
+      remove_data
+      for i in "${!CONFIG_LIST[@]}"; do
+        start_node "${CONFIG_LIST[$i]}" "$z" "$i" load
+      done
+      at_once load_node "$z"
+      at_once settle_node "$z"
+      for i in "${!CONFIG_LIST[@]}"; do stop_node "$i"; done
+    fi
     for i in "${!CONFIG_LIST[@]}"; do
-      start_node "${CONFIG_LIST[$i]}" "$z" "$i" load
-    done
-    at_once load_node "$z"
-    at_once settle_node "$z"
-    for i in "${!CONFIG_LIST[@]}"; do
-      stop_node "$i"
       start_node "${CONFIG_LIST[$i]}" "$z" "$i"
     done
     drop_caches
