@@ -32,4 +32,4 @@ trap cleanup EXIT
 node=$!
 for _ in $(seq 100); do curl -sf http://127.0.0.1:39390/healthz >/dev/null && break; sleep 0.1; done
 python3 scripts/tier-device-full/hotset.py 36390 127.0.0.1:39390 "${2:-40}" 100000
-grep -E "capped|room again" "$work/node.log" || true
+grep -E "budget cap|capped|room again" "$work/node.log" || true

@@ -239,9 +239,14 @@ func (m *Migrator) fitDevice(now time.Time) (cut bool) {
 		m.cfg.Logger.Info("tiered: the fast device has room again: the budget is in force", "budget_bytes", m.budget.Load())
 		return false
 	}
+	if to > c {
+		m.cfg.Logger.Info("tiered: the fast device has room: budget cap raised", "cap_bytes", to,
+			"budget_bytes", m.budget.Load(), "fast_row_bytes", m.db.FastRowBytes())
+		return false
+	}
 	m.cfg.Logger.Warn("tiered: the fast device holds less than the budget: budget capped", "cap_bytes", to,
 		"budget_bytes", m.budget.Load(), "fast_row_bytes", m.db.FastRowBytes())
-	return to < c
+	return true
 }
 
 // policy is the Policy a step applies.
