@@ -177,11 +177,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.rowBytes, prometheus.GaugeValue, float64(c.db.FastRowBytes()))
 	ch <- prometheus.MustNewConstMetric(c.budgetD, prometheus.GaugeValue, float64(c.m.Budget()))
-	inForce := c.m.Budget()
-	if cp, capped := c.m.DeviceCap(); capped {
-		inForce = min(inForce, cp)
-	}
-	ch <- prometheus.MustNewConstMetric(c.capD, prometheus.GaugeValue, float64(inForce))
+	ch <- prometheus.MustNewConstMetric(c.capD, prometheus.GaugeValue, float64(c.m.BudgetInForce()))
 	ch <- prometheus.MustNewConstMetric(c.thresh, prometheus.GaugeValue, float64(c.m.Last().Threshold))
 	ch <- prometheus.MustNewConstMetric(c.inBoth, prometheus.GaugeValue, float64(c.db.InBoth()))
 }

@@ -192,6 +192,10 @@ func (m *Migrator) DeviceCap() (int64, bool) {
 	return c, c != math.MaxInt64
 }
 
+// BudgetInForce returns the budget the migrator keeps to: the configured one, or less
+// while the fast device holds less (DeviceCap).
+func (m *Migrator) BudgetInForce() int64 { return m.limit() }
+
 // limit is the budget in force: the configured one, or less if the device holds less.
 func (m *Migrator) limit() int64 { return min(m.budget.Load(), m.deviceCap.Load()) }
 

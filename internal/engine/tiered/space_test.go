@@ -226,8 +226,8 @@ func TestABudgetTheFastDeviceCannotHoldIsCappedFromTheStart(t *testing.T) {
 	if !capped || c < lo || c > hi {
 		t.Fatalf("DeviceCap() = %d, %v; want within [%d, %d]: the row there and four fifths of the room", c, capped, lo, hi)
 	}
-	if m.Budget() != 400*rowBytes {
-		t.Fatalf("Budget() = %d, want the configured %d", m.Budget(), 400*rowBytes)
+	if m.Budget() != 400*rowBytes || m.BudgetInForce() != c {
+		t.Fatalf("Budget() = %d, BudgetInForce() = %d; want the configured %d and the cap %d", m.Budget(), m.BudgetInForce(), 400*rowBytes, c)
 	}
 
 	// Raised past the device on a running migrator: capped the same way.
@@ -242,7 +242,7 @@ func TestABudgetTheFastDeviceCannotHoldIsCappedFromTheStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, capped := fit.DeviceCap(); capped {
-		t.Fatalf("a budget of 50 rows on a device with room for 100 capped at %d", c)
+	if c, capped := fit.DeviceCap(); capped || fit.BudgetInForce() != 50*rowBytes {
+		t.Fatalf("a budget of 50 rows on a device with room for 100: cap %d (%v), in force %d", c, capped, fit.BudgetInForce())
 	}
 }
