@@ -160,6 +160,15 @@ type Tierable interface {
 	Sync() error
 }
 
+// TimestampBounded is the optional Engine capability of bounding the timestamps it holds:
+// no cell timestamp or row tombstone stored, durable or not, exceeds TimestampCeiling, and
+// the bound survives a crash. math.MaxInt64 means the engine cannot tell. The tiered
+// engine uses it to know, without reading a row, that a write replacing the whole row
+// shadows everything its slow tier holds of it. lsm has it.
+type TimestampBounded interface {
+	TimestampCeiling() int64
+}
+
 // DiskWatcher is the optional Engine capability of telling whether the engine's disk is
 // nearly full (see ErrNoSpace): the tiered engine promotes no rows to a fast tier that
 // is. lsm and btree have it.

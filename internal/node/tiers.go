@@ -39,6 +39,10 @@ type TiersStatus struct {
 	// migration traffic.
 	SinceStart tiered.Rates `json:"since_start"`
 	LastMinute tiered.Rates `json:"last_minute"`
+	// PromotedOnRead counts the rows promoted as a read or write captured them, since the
+	// node started; PromotedOnWrite those of them a write captured.
+	PromotedOnRead  int64 `json:"promoted_on_read"`
+	PromotedOnWrite int64 `json:"promoted_on_write"`
 	// LastDecision is the migrator's latest.
 	LastDecision tiered.Decision `json:"last_decision"`
 }
@@ -78,7 +82,8 @@ func (n *Node) tiersStatus(now time.Time) *TiersStatus {
 		CountWrites:  n.cfg.TierCountWrites,
 		FastRowBytes: db.FastRowBytes(), InBoth: db.InBoth(), SpilledKeys: db.Spilled(),
 		SinceStart: n.migrator.SinceOpen(n.started, now), LastMinute: n.migrator.Recent(time.Minute, now),
-		LastDecision: n.migrator.Last()}
+		LastDecision: n.migrator.Last(), PromotedOnRead: n.migrator.PromotedOnRead(),
+		PromotedOnWrite: n.migrator.PromotedOnWrite()}
 	if c, capped := n.migrator.DeviceCap(); capped {
 		st.DeviceCapBytes = c
 	}

@@ -148,6 +148,7 @@ type DB struct {
 	syncer    *syncer         // nil unless Durability is Periodic
 	collapser *collapser      // nil when CollapseOperands < 0
 	rows      *rowcache.Cache // nil when RowCacheBytes < 0
+	ceiling   *ceiling        // bounds every timestamp stored (engine.TimestampBounded)
 
 	// Totals of what Apply wrote, to turn the WAL's size into a number of entries.
 	appliedOps, appliedBytes atomic.Int64
@@ -157,6 +158,8 @@ var (
 	_ engine.Engine      = (*DB)(nil)
 	_ engine.Viewer      = (*DB)(nil)
 	_ engine.DiskWatcher = (*DB)(nil)
+
+	_ engine.TimestampBounded = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the lsm engine stored in dir. It returns an error wrapping
@@ -210,6 +213,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if err == nil && opts.SecondDirPolicy == LowerLevels {
 		if err = db.pdb.SetCreatorID(1); err != nil { // pebble places no table remotely without one
+			_ = db.pdb.Close()
+		}
+	}
+	if err == nil {
+		if db.ceiling, err = openCeiling(dir, func() (bool, error) { return storeEmpty(db.pdb) }); err != nil {
 			_ = db.pdb.Close()
 		}
 	}
@@ -379,6 +387,10 @@ func (db *DB) Apply(batch []row.Mutation) error {
 	if err := db.admit(size); err != nil {
 		_ = b.Close()
 		return fmt.Errorf("lsm: apply: %w", err)
+	}
+	if err := db.ceiling.cover(newestTimestamp(batch)); err != nil {
+		_ = b.Close()
+		return err
 	}
 	err := db.pdb.Apply(b, db.wo)
 	if db.rows != nil {

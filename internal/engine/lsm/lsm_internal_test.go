@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -337,4 +338,66 @@ func TestHotKeyIsCollapsedWithoutLosingConcurrentWrites(t *testing.T) {
 		t.Error("reads of a key with hundreds of operands collapsed nothing")
 	}
 	t.Logf("%d collapses", db.Collapsed())
+}
+
+// The timestamp ceiling bounds every timestamp applied, survives a reopen, never falls,
+// and is unknown for a store that holds keys but no ceiling file (written before kura
+// kept one).
+func TestTimestampCeilingBoundsWhatWasWritten(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *DB {
+		t.Helper()
+		db, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	apply := func(db *DB, ts int64, deleted int64) {
+		t.Helper()
+		m := row.Mutation{Key: []byte("k"), Row: row.Row{Deleted: deleted, Cells: []row.Cell{{Name: []byte("c"), Value: []byte("v"), Timestamp: ts}}}}
+		if err := db.Apply([]row.Mutation{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open()
+	if got := db.TimestampCeiling(); got != 0 {
+		t.Fatalf("an empty store's ceiling is %d, want 0", got)
+	}
+	apply(db, 1_000, 0)
+	c1 := db.TimestampCeiling()
+	if c1 < 1_000 {
+		t.Fatalf("ceiling %d after a cell at 1000", c1)
+	}
+	apply(db, 10, 5_000_000_000) // a row tombstone far above the cell
+	c2 := db.TimestampCeiling()
+	if c2 < 5_000_000_000 {
+		t.Fatalf("ceiling %d after a row tombstone at 5e9", c2)
+	}
+	apply(db, 20, 0) // older: no change
+	if got := db.TimestampCeiling(); got != c2 {
+		t.Fatalf("ceiling %d after an older write, want %d", got, c2)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = open()
+	if got := db.TimestampCeiling(); got != c2 {
+		t.Fatalf("ceiling %d after reopening, want %d", got, c2)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, ceilingFileName)); err != nil {
+		t.Fatal(err)
+	}
+	db = open()
+	defer db.Close()
+	if got := db.TimestampCeiling(); got != math.MaxInt64 {
+		t.Fatalf("a store with keys and no ceiling file has ceiling %d, want unknown (MaxInt64)", got)
+	}
+	apply(db, 30, 0)
+	if got := db.TimestampCeiling(); got != math.MaxInt64 {
+		t.Fatalf("an unknown ceiling became %d", got)
+	}
 }

@@ -47,7 +47,7 @@ func openCapturing(t testing.TB) (*DB, *failingStoredReads, map[string]Captured)
 	}
 	t.Cleanup(func() { db.Close() })
 	captured := map[string]Captured{}
-	hook := func(key, stored []byte, token uint64) { captured[string(key)] = Captured{stored, token} }
+	hook := func(key, stored []byte, token uint64) { captured[string(key)] = Captured{Stored: stored, Token: token} }
 	db.slowRead.Store(&hook)
 	return db, slow, captured
 }

@@ -87,12 +87,14 @@ type Migrator struct {
 	// Promotion on read (see promoteRead): keys read from the slow tier since the last
 	// drain, while the budget has room or pool offers rows, and keys written there when
 	// the engine counts writes, while the budget has room.
-	readMu    sync.Mutex
-	read      map[string]Captured
-	full      atomic.Bool // the budget had no room at the last look
-	swapping  atomic.Bool // the budget is full and pool is not empty
-	promoted  atomic.Int64
-	displaced atomic.Int64
+	readMu   sync.Mutex
+	read     map[string]Captured
+	full     atomic.Bool // the budget had no room at the last look
+	swapping atomic.Bool // the budget is full and pool is not empty
+	promoted atomic.Int64
+	// promotedWritten counts the promotions whose row a write captured.
+	promotedWritten atomic.Int64
+	displaced       atomic.Int64
 	// reported is displaced at the last Step's log line.
 	reported int64
 }
@@ -332,7 +334,8 @@ func (m *Migrator) Step(now time.Time) ([]Move, error) {
 	m.swapping.Store(len(m.pool) > 0)
 	if n := m.displaced.Load(); n > m.reported {
 		m.cfg.Logger.Info("tiered: reads displaced rows since the last decision", "displaced", n-m.reported,
-			"promoted_on_read_total", m.promoted.Load())
+			"promoted_on_read_total", m.promoted.Load(),
+			"of_them_written", m.promotedWritten.Load())
 		m.reported = n
 	}
 	m.lastMu.Lock()
@@ -474,11 +477,12 @@ func (m *Migrator) Last() Decision {
 // clients name rows; once it is full, those that score Displace times higher than rows
 // the last Step offered, which they displace. Such a promotion copies the row the
 // client's read saw, unless a write to its stripe came since, so it reads nothing from the
-// slow device. Writes, when the engine counts them (Options.CountWrites), rank rows but
-// move none: a row written on the slow tier moves at its next read, from that read's
-// capture. (Promoted as they were written, rows had nothing captured and each promotion
-// read the slow device: on the emulated HDD the fast tier filled ten times slower than
-// on reads alone, docs/benchmarks.md.)
+// slow device. Writes, when the engine counts them (Options.CountWrites), rank rows, and
+// those that replace a row whole (a SET) are promoted like reads, from the row they leave
+// (DB.captureWrites, noteWrite). Other writes move nothing: such a row moves at its next
+// read, from that read's capture. (Promoted as they were written, rows had nothing
+// captured and each promotion read the slow device: on the emulated HDD the fast tier
+// filled ten times slower than on reads alone, docs/benchmarks.md.)
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)
@@ -486,6 +490,8 @@ func (m *Migrator) Start() {
 		m.full.Store(m.db.FastRowBytes()+m.db.slowRowBytes() > m.limit())
 		hook := m.noteRead
 		m.db.slowRead.Store(&hook)
+		written := m.noteWrite
+		m.db.slowWrite.Store(&written)
 		go m.loop(w, m.cfg.Now().UnixNano()/int64(w))
 		go m.sampleLoop(max(w/10, 10*time.Millisecond))
 	}
@@ -516,6 +522,22 @@ func (m *Migrator) noteRead(key, stored []byte, token uint64) {
 	m.readMu.Lock()
 	if len(m.read) < readQueueMax {
 		m.read[string(key)] = Captured{Stored: stored, Token: token}
+	}
+	m.readMu.Unlock()
+}
+
+// noteWrite queues a key whose slow row a write replaced whole (DB.captureWrites), as
+// noteRead does a key read: the row is known without reading the slow device, so
+// promoting it costs a write to the fast one, and under a mixed workload the fast tier
+// fills from the rows written as well as those read. A read's capture of the key, if
+// queued, gives way: the write's is newer.
+func (m *Migrator) noteWrite(key, stored []byte, token uint64) {
+	if m.full.Load() && !m.swapping.Load() {
+		return
+	}
+	m.readMu.Lock()
+	if _, queued := m.read[string(key)]; queued || len(m.read) < readQueueMax {
+		m.read[string(key)] = Captured{Stored: stored, Token: token, Written: true}
 	}
 	m.readMu.Unlock()
 }
@@ -633,12 +655,20 @@ func (m *Migrator) promoteRead(now time.Time) error {
 		return err
 	}
 	m.promoted.Add(int64(len(promote)))
+	for _, k := range promote {
+		if queued[string(k)].Written {
+			m.promotedWritten.Add(1)
+		}
+	}
 	return nil
 }
 
 // PromotedOnRead is the number of rows promoted as they were read, or written when the
 // engine counts writes (see Start).
 func (m *Migrator) PromotedOnRead() int64 { return m.promoted.Load() }
+
+// PromotedOnWrite is the part of PromotedOnRead whose rows a write captured (noteWrite).
+func (m *Migrator) PromotedOnWrite() int64 { return m.promotedWritten.Load() }
 
 // DisplacedOnRead is the number of rows moved to the slow tier to make room for rows
 // promoted as they were read, once the budget was full.
@@ -652,6 +682,7 @@ func (m *Migrator) Stop() {
 		<-m.done
 		m.sampled.Wait()
 		m.db.slowRead.Store(nil)
+		m.db.slowWrite.Store(nil)
 	}
 }
 

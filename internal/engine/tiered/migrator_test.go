@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/access"
+	"github.com/kuradb/kura/internal/engine/enginetest"
 	"github.com/kuradb/kura/internal/engine/tiered"
+	"github.com/kuradb/kura/internal/row"
 )
 
 // The migrator follows the reads: the highest-scored rows in while the budget lasts, then
@@ -232,9 +234,10 @@ func TestMigratorSwapsOnReadOnceTheBudgetIsFull(t *testing.T) {
 }
 
 // With CountWrites, a row written often beside reads is hot like one read often: the
-// window's decision promotes it. Once the migrator runs, writes move nothing (a promotion
-// from a write would read the slow device): a written row moves at its next read, keeping
-// every cell, as without CountWrites.
+// window's decision promotes it. Once the migrator runs, writes that add cells to a row
+// move nothing (their promotion would read the slow device): a written row moves at its
+// next read, keeping every cell, as without CountWrites. (Writes that replace a row
+// whole do move it: TestAWriteReplacingARowPromotesIt.)
 func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 	for _, counting := range []bool{false, true} {
 		t.Run(fmt.Sprintf("count writes %v", counting), func(t *testing.T) {
@@ -288,6 +291,73 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With CountWrites, a write that replaces a slow row whole (a SET: a value over a row
+// tombstone a microsecond older) promotes it like a read, from the row it leaves, without
+// reading the slow tier; the old cells do not come back. A write whose tombstone would
+// not shadow a newer cell the slow tier holds for the key, and a write that only adds a
+// cell, promote nothing: their rows move at their next read, whole.
+func TestAWriteReplacingARowPromotesIt(t *testing.T) {
+	tr := access.New(access.Config{Window: 10 * time.Second})
+	fx := newFixtureCounting(t, tr, true)
+	fx.apply("sizer", cell("v", "0123456789", 1))
+	m := fx.sizedMigrator("sizer", 8)
+	fx.apply("replaced", cell("old", "1", 2))
+	fx.apply("newer", cell("late", "1", 500)) // a cell newer than the SET below
+	fx.apply("added", cell("a", "1", 2))
+	// A window with reads beside the writes, so that writes count in the next.
+	mustGet(t, fx.db, "sizer")
+	fx.clk.Advance(10 * time.Second)
+	m.Start()
+	defer m.Stop()
+
+	set := func(key string, ts int64) {
+		t.Helper()
+		r := row.Row{Deleted: enginetest.StartMicros + ts - 1, Cells: []row.Cell{cell("v", "new", ts)}}
+		if err := fx.db.Apply([]row.Mutation{{Key: []byte(key), Row: r}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := fx.tiers[tiered.Slow].storedReads.Load()
+	set("replaced", 100)
+	set("newer", 100)
+	fx.apply("added", cell("b", "2", 100))
+	deadline := time.Now().Add(10 * time.Second)
+	for fx.db.HomeOf([]byte("replaced")) != tiered.Fast {
+		if time.Now().After(deadline) {
+			t.Fatal("a row replaced by a write was not promoted while the budget had room")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // three drains more for the others
+	if n := fx.tiers[tiered.Slow].storedReads.Load() - before; n != 0 {
+		t.Errorf("the promotions read the slow tier %d times, want none", n)
+	}
+	if got := m.PromotedOnWrite(); got != 1 {
+		t.Errorf("%d promoted on write, want 1", got)
+	}
+	at := func(ts int64) int64 { return enginetest.StartMicros + ts }
+	fx.expect("replaced", fmt.Sprintf(`{deleted@%d "v"@%d="new"}`, at(99), at(100)))
+	if got := fx.stored(tiered.Slow, "replaced"); got != "missing" {
+		t.Errorf("the slow tier still holds the replaced row: %s", got)
+	}
+	for _, k := range []string{"newer", "added"} {
+		if got := fx.db.HomeOf([]byte(k)); got != tiered.Slow {
+			t.Errorf("%s moved to the %s tier on a write", k, got)
+		}
+	}
+	// Their next reads promote them, whole.
+	mustGet(t, fx.db, "newer")
+	mustGet(t, fx.db, "added")
+	for fx.db.HomeOf([]byte("newer")) != tiered.Fast || fx.db.HomeOf([]byte("added")) != tiered.Fast {
+		if time.Now().After(deadline) {
+			t.Fatal("rows read on the slow tier were not promoted while the budget had room")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fx.expect("newer", fmt.Sprintf(`{deleted@%d "late"@%d="1" "v"@%d="new"}`, at(99), at(500), at(100)))
+	fx.expect("added", fmt.Sprintf(`{"a"@%d="1" "b"@%d="2"}`, at(2), at(100)))
 }
 
 // sizedMigrator moves sizer, a stored row, to the fast tier, so that the migrator knows a

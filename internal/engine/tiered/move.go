@@ -23,11 +23,14 @@ const moveChunk = 256
 // finishes the job.
 func (db *DB) Move(keys [][]byte, to Tier) error { return db.move(keys, to, nil) }
 
-// Captured is a slow key's stored row as a read saw it (see DB.Get): its encoding and the
-// count of its write slot then (see writeSlot).
+// Captured is a slow key's stored row as a read saw it (see DB.Get), or as a write that
+// replaced it left it (see DB.captureWrites): its encoding and the count of its write
+// slot then (see writeSlot).
 type Captured struct {
 	Stored []byte
 	Token  uint64
+	// Written says a write captured the row (DB.captureWrites), not a read.
+	Written bool
 }
 
 // moveCaptured promotes keys to the fast tier like Move, but copies the row captured by a
@@ -194,6 +197,11 @@ func (db *DB) finishMoves(src, dst Tier, keys [][]byte, known map[string]row.Row
 		err := db.tiers[dst].Apply(muts)
 		if err == nil && db.opts.Durability != engine.Sync {
 			err = db.tiers[dst].Sync()
+		}
+		if dst == Slow { // failed too: part of it may be there; before the marks go (writeSlot)
+			for i := range muts {
+				db.slots[slotOf(muts[i].Key)].raise(newestTimestamp(&muts[i].Row))
+			}
 		}
 		if err == nil {
 			err = db.tiers[src].Remove(found)

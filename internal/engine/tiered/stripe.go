@@ -44,8 +44,25 @@ const writeSlotCount = 64 * stripeCount
 // captures waiting seconds for their promotion behind a busy slow device were mostly
 // spoiled by writes to other keys of their stripe, and the promotions read the slow
 // device again, row by row.
+//
+// ceiling bounds the timestamps the slow tier holds for the slot's keys: the slow tier's
+// own bound when the engine opened (engine.TimestampBounded), raised by every write and
+// move to the slow tier before its count is done. A write that replaces a whole row and
+// whose row tombstone is at or above it shadows all the slow tier has of its key (see
+// DB.captureWrites).
 type writeSlot struct {
 	started, finished atomic.Uint64
+	ceiling           atomic.Int64
+}
+
+// raise makes the slot's ceiling at least ts and returns what it was.
+func (ws *writeSlot) raise(ts int64) int64 {
+	for {
+		old := ws.ceiling.Load()
+		if ts <= old || ws.ceiling.CompareAndSwap(old, ts) {
+			return old
+		}
+	}
 }
 
 // hashKey is FNV-1a.

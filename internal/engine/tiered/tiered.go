@@ -3,6 +3,7 @@ package tiered
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,6 +102,10 @@ type DB struct {
 	// (see Migrator.Start and moveCaptured). It must not block, nor keep the key; the
 	// encoding is its own.
 	slowRead atomic.Pointer[func(key, stored []byte, token uint64)]
+	// slowWrite, if set, is called like slowRead for every counted write (see
+	// Options.CountWrites) to a key at home on the slow tier that replaces the whole row
+	// there, with the row as stored after it (see captureWrites).
+	slowWrite atomic.Pointer[func(key, stored []byte, token uint64)]
 
 	// gate decides whether writes count now (Options.CountWrites).
 	gate writeGate
@@ -136,6 +141,13 @@ func Open(fastDir, slowDir string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("tiered: open the %s tier: %w", t, err)
 		}
 		db.tiers[t] = s
+	}
+	ceiling := int64(math.MaxInt64)
+	if b, ok := db.tiers[Slow].(engine.TimestampBounded); ok {
+		ceiling = b.TimestampCeiling()
+	}
+	for i := range db.slots {
+		db.slots[i].ceiling.Store(ceiling)
 	}
 	if err := db.load(); err != nil {
 		db.closeTiers()
@@ -308,9 +320,10 @@ func (db *DB) apply(batch []row.Mutation, count bool) (Tier, error) {
 		db.stripes[i].mu.RLock()
 	}
 	home, across := db.homeOf(batch)
+	counted := false
 	if count && db.opts.CountWrites && db.opts.Tracker != nil {
 		now := db.opts.Clock()
-		if db.gate.write(len(batch), now, db.opts.Tracker.Config().Window) {
+		if counted = db.gate.write(len(batch), now, db.opts.Tracker.Config().Window); counted {
 			at := time.UnixMicro(now)
 			for i := range batch {
 				db.opts.Tracker.Record(batch[i].Key, at)
@@ -318,14 +331,36 @@ func (db *DB) apply(batch []row.Mutation, count bool) (Tier, error) {
 		}
 	}
 	if !across {
+		var hook *func(key, stored []byte, token uint64)
+		if counted && home == Slow {
+			hook = db.slowWrite.Load()
+		}
+		caps := db.captureWrites(batch, hook != nil)
 		for i := range batch {
-			db.slots[slotOf(batch[i].Key)].started.Add(1)
+			t := db.slots[slotOf(batch[i].Key)].started.Add(1)
+			if caps != nil {
+				caps[i].token, caps[i].ok = t, caps[i].ok && t == caps[i].token+1
+			}
 		}
 		db.view.RLock()
 		err := db.tiers[home].Apply(batch)
 		db.view.RUnlock()
+		if home == Slow {
+			for i := range batch {
+				prev := db.slots[slotOf(batch[i].Key)].raise(newestTimestamp(&batch[i].Row))
+				if caps != nil {
+					caps[i].ok = caps[i].ok && err == nil && prev <= batch[i].Row.Deleted
+				}
+			}
+		}
 		for i := range batch {
 			db.slots[slotOf(batch[i].Key)].finished.Add(1)
+		}
+		for i := range caps {
+			if caps[i].ok {
+				m := &batch[i]
+				(*hook)(m.Key, row.Encode(new(row.Merge(row.Row{}, m.Row))), caps[i].token)
+			}
 		}
 		for _, i := range idx {
 			db.stripes[i].mu.RUnlock()
@@ -336,6 +371,55 @@ func (db *DB) apply(batch []row.Mutation, count bool) (Tier, error) {
 		db.stripes[i].mu.RUnlock()
 	}
 	return Fast, db.applyAcross(batch, idx)
+}
+
+// writeCapture is what captureWrites knows of one mutation of a batch.
+type writeCapture struct {
+	// token is the count of the key's write slot: begun writes before this one, and
+	// after it has begun, its own.
+	token uint64
+	// ok says whether the mutation may still capture its row.
+	ok bool
+}
+
+// captureWrites starts, when on is set, the capture of the rows that the batch's
+// mutations replace whole on the slow tier, for promotion as a read's capture is (see
+// Get): nil otherwise. The caller holds the keys' stripes and writes the batch to the
+// slow tier next. A mutation captures its key's row when
+//
+//   - its row tombstone shadows all the slow tier holds for the key: the ceiling of the
+//     key's write slot, before the write raises it, is at or below the tombstone (a SET
+//     writes its value over a tombstone a microsecond older, see resp's cmdSet, so a SET
+//     qualifies unless the slot's keys hold a newer timestamp, or the engine opened less
+//     than a minute ago: see lsm's ceiling). The row stored
+//     after the write then reads as the mutation's row alone, which is known without
+//     reading the slow device;
+//   - no other write to its slot was under way when it began, none began alongside it
+//     (the caller checks that its count is one above the token here), and the key is not
+//     being moved: the ceiling then covers every earlier write, and a later one spoils the
+//     capture as it does a read's.
+func (db *DB) captureWrites(batch []row.Mutation, on bool) []writeCapture {
+	if !on {
+		return nil
+	}
+	caps := make([]writeCapture, len(batch))
+	for i := range batch {
+		m := &batch[i]
+		ws := &db.slots[slotOf(m.Key)]
+		begun, done := ws.started.Load(), ws.finished.Load()
+		_, inBoth := db.stripes[stripeOf(m.Key)].home(m.Key)
+		caps[i] = writeCapture{token: begun, ok: begun == done && !inBoth}
+	}
+	return caps
+}
+
+// newestTimestamp is the largest timestamp in r: cell timestamps and its row tombstone.
+func newestTimestamp(r *row.Row) int64 {
+	ts := r.Deleted
+	for i := range r.Cells {
+		ts = max(ts, r.Cells[i].Timestamp)
+	}
+	return ts
 }
 
 // fastLow reports whether the fast tier's store would refuse a write for lack of disk

@@ -52,6 +52,12 @@ func (h *hookedTier) DiskLow(n int64) bool {
 	return h.full.Load() || r > 0 && n > r
 }
 
+// TimestampCeiling forwards the lsm tier's (engine.TimestampBounded), so that the
+// tiered engine captures the rows writes replace (see TestAWriteReplacingARowPromotesIt).
+func (h *hookedTier) TimestampCeiling() int64 {
+	return h.Tierable.(engine.TimestampBounded).TimestampCeiling()
+}
+
 func (h *hookedTier) GetStored(key []byte) (row.Row, bool, error) {
 	h.storedReads.Add(1)
 	return h.Tierable.GetStored(key)
