@@ -296,8 +296,8 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 // With CountWrites, a write that replaces a slow row whole (a SET: a value over a row
 // tombstone a microsecond older) promotes it like a read, from the row it leaves, without
 // reading the slow tier; the old cells do not come back. A write whose tombstone would
-// not shadow a newer cell the slow tier holds for the key, and a write that only adds a
-// cell, promote nothing: their rows move at their next read, whole.
+// not shadow a newer cell the slow tier holds for the key, a write that only adds a
+// cell, and a delete promote nothing: their rows move at their next read, whole.
 func TestAWriteReplacingARowPromotesIt(t *testing.T) {
 	tr := access.New(access.Config{Window: 10 * time.Second})
 	fx := newFixtureCounting(t, tr, true)
@@ -323,6 +323,9 @@ func TestAWriteReplacingARowPromotesIt(t *testing.T) {
 	set("replaced", 100)
 	set("newer", 100)
 	fx.apply("added", cell("b", "2", 100))
+	if err := fx.db.Apply([]row.Mutation{{Key: []byte("sizer2"), Row: row.Row{Deleted: enginetest.StartMicros + 100}}}); err != nil {
+		t.Fatal(err) // a delete of a row never written: nothing to promote
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for fx.db.HomeOf([]byte("replaced")) != tiered.Fast {
 		if time.Now().After(deadline) {
@@ -342,7 +345,7 @@ func TestAWriteReplacingARowPromotesIt(t *testing.T) {
 	if got := fx.stored(tiered.Slow, "replaced"); got != "missing" {
 		t.Errorf("the slow tier still holds the replaced row: %s", got)
 	}
-	for _, k := range []string{"newer", "added"} {
+	for _, k := range []string{"newer", "added", "sizer2"} {
 		if got := fx.db.HomeOf([]byte(k)); got != tiered.Slow {
 			t.Errorf("%s moved to the %s tier on a write", k, got)
 		}

@@ -394,6 +394,7 @@ type writeCapture struct {
 //     than a minute ago: see lsm's ceiling). The row stored
 //     after the write then reads as the mutation's row alone, which is known without
 //     reading the slow device;
+//   - it writes a value: a delete promotes nothing;
 //   - no other write to its slot was under way when it began, none began alongside it
 //     (the caller checks that its count is one above the token here), and the key is not
 //     being moved: the ceiling then covers every earlier write, and a later one spoils the
@@ -408,9 +409,20 @@ func (db *DB) captureWrites(batch []row.Mutation, on bool) []writeCapture {
 		ws := &db.slots[slotOf(m.Key)]
 		begun, done := ws.started.Load(), ws.finished.Load()
 		_, inBoth := db.stripes[stripeOf(m.Key)].home(m.Key)
-		caps[i] = writeCapture{token: begun, ok: begun == done && !inBoth}
+		caps[i] = writeCapture{token: begun, ok: begun == done && !inBoth && holdsValue(&m.Row)}
 	}
 	return caps
+}
+
+// holdsValue reports whether r has a cell that is not a tombstone: a row deleted whole
+// or cell by cell is not worth the fast tier's room.
+func holdsValue(r *row.Row) bool {
+	for i := range r.Cells {
+		if !r.Cells[i].Tombstone {
+			return true
+		}
+	}
+	return false
 }
 
 // newestTimestamp is the largest timestamp in r: cell timestamps and its row tombstone.
