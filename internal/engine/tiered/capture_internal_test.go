@@ -3,7 +3,11 @@ package tiered
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,4 +305,166 @@ func TestDecisionLeavesPromotionToReads(t *testing.T) {
 	if db.HomeOf([]byte("s")) != Fast || db.HomeOf([]byte("f")) != Slow {
 		t.Fatalf("after s's read, s is on the %s tier and f on the %s, want a swap", db.HomeOf([]byte("s")), db.HomeOf([]byte("f")))
 	}
+}
+
+// Writes that replace rows race their promotions, demotions and each other, over keys
+// that share write slots, with timestamps out of order (some far ahead of the others):
+// whatever is captured and moved, every key reads at the end, and after a reopen, as the
+// merge of all that was written to it. row.Merge is commutative, so that merge does not
+// depend on the order the writes landed in.
+func TestWriteCapturesRacingMovesLoseNothing(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	dir := t.TempDir()
+	open := func() *DB {
+		db, err := Open(filepath.Join(dir, "fast"), filepath.Join(dir, "slow"), Options{
+			Tracker: access.New(access.Config{Window: time.Hour}), CountWrites: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	db.gate.roll(db.opts.Clock(), time.Hour)
+	db.gate.open.Store(true) // writes count from the start: the window never rolls
+
+	// 64 keys in 16 write slots, so that writes to one key race writes to its slot's
+	// others.
+	var keys []string
+	perSlot := map[int]int{}
+	for i := 0; len(keys) < 64; i++ {
+		k := fmt.Sprint("key", i)
+		sl := slotOf([]byte(k))
+		if perSlot[sl] < 4 && (perSlot[sl] > 0 || len(perSlot) < 16) {
+			perSlot[sl]++
+			keys = append(keys, k)
+		}
+	}
+	var mu sync.Mutex
+	captured := map[string]Captured{}
+	var captures atomic.Int64
+	hook := func(key, stored []byte, token uint64) {
+		captures.Add(1)
+		mu.Lock()
+		captured[string(key)] = Captured{Stored: stored, Token: token, Written: true}
+		mu.Unlock()
+	}
+	db.slowWrite.Store(&hook)
+	stop := make(chan struct{})
+	var movers sync.WaitGroup
+	movers.Add(2)
+	go func() { // promotion of what writes captured, as the migrator's drain does
+		defer movers.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			mu.Lock()
+			queued := captured
+			captured = map[string]Captured{}
+			mu.Unlock()
+			var ks [][]byte
+			for k := range queued {
+				ks = append(ks, []byte(k))
+			}
+			if err := db.moveCaptured(ks, queued); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	go func() { // demotions of random keys
+		defer movers.Done()
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			var fast [][]byte
+			for _, k := range keys {
+				if db.HomeOf([]byte(k)) == Fast && rng.IntN(4) == 0 {
+					fast = append(fast, []byte(k))
+				}
+			}
+			if err := db.Move(fast, Slow); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixMicro()) // recent: no tombstone is past the grace period
+	written := make([][]row.Mutation, 4) // per writer
+	var writers sync.WaitGroup
+	for w := range written {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w+2)))
+			for i := range 400 {
+				time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+				ts := clock.Add(1)
+				switch rng.IntN(8) {
+				case 0:
+					ts += 50 // ahead of the others
+				case 1:
+					ts -= 50 // behind
+				}
+				var r row.Row
+				switch rng.IntN(4) {
+				case 0: // a value added to the row
+					r.Cells = []row.Cell{{Name: []byte(fmt.Sprint("c", rng.IntN(3))), Value: []byte(fmt.Sprint(w, ".", i)), Timestamp: ts}}
+				case 1: // a delete
+					r.Deleted = ts
+				default: // a SET
+					r = row.Row{Deleted: ts - 1, Cells: []row.Cell{{Name: []byte("v"), Value: []byte(fmt.Sprint(w, ".", i)), Timestamp: ts}}}
+				}
+				m := row.Mutation{Key: []byte(keys[rng.IntN(len(keys))]), Row: r}
+				if err := db.Apply([]row.Mutation{m}); err != nil {
+					t.Error(err)
+					return
+				}
+				written[w] = append(written[w], m)
+			}
+		}()
+	}
+	writers.Wait()
+	close(stop)
+	movers.Wait()
+	if captures.Load() == 0 || db.moved[Fast].Load() == 0 {
+		t.Fatalf("%d writes captured their rows and %d rows moved to the fast tier: the race was not run", captures.Load(), db.moved[Fast].Load())
+	}
+	t.Logf("%d captures, %d rows promoted, %d demoted", captures.Load(), db.moved[Fast].Load(), db.moved[Slow].Load())
+
+	want := map[string]row.Row{}
+	for _, ms := range written {
+		for _, m := range ms {
+			want[string(m.Key)] = row.Merge(want[string(m.Key)], m.Row)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, k := range keys {
+			got, found, err := db.Get([]byte(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp, expFound, _ := db.readView(want[k])
+			if found != expFound || !reflect.DeepEqual(got.Visible(1<<62), exp.Visible(1<<62)) {
+				t.Errorf("%s: %s reads %v (found %v), want %v (found %v)", when, k, got, found, exp, expFound)
+			}
+		}
+	}
+	check("after the writes")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = open()
+	defer db.Close()
+	check("after a reopen")
 }
