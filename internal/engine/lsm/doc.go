@@ -67,6 +67,16 @@
 // operand can slip between the collapse's read and its write (see collapse.go). The Set is
 // not fsynced: if a crash loses it, the operands it summarized are still in the WAL.
 //
+// # Timestamp ceiling
+//
+// The store keeps, in TIMESTAMP-CEILING in its directory, a bound on every timestamp it
+// holds (engine.TimestampBounded): Apply rewrites the file, synced, before it writes a
+// batch with a newer timestamp, raising the bound a minute past it so that writes
+// stamped with the clock rewrite it about once a minute. A store that holds keys but no
+// file (written before the file existed) reports the bound unknown. The tiered engine
+// starts from it to know, without a read, that a write replacing a row shadows all its
+// slow tier holds of the row.
+//
 // # Resources
 //
 // Open takes engine.LockDir's flock on KURA.LOCK inside the directory before opening
