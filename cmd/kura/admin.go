@@ -224,6 +224,10 @@ func printTiers(w io.Writer, all []node.TiersStatus) {
 		fmt.Fprintf(w, "%s: fast budget %s, %s of rows on it; reads from the fast tier %s since start, %s over the last %s; moving %s/s; threshold score %.2f (%s per %s, aged; K=%d); %d keys moving\n",
 			ts.Host, humanBytes(ts.BudgetBytes), humanBytes(ts.FastRowBytes), share(ts.SinceStart), share(ts.LastMinute),
 			ts.LastMinute.Over.Round(time.Second), humanBytes(int64(ts.LastMinute.MovedBytesPerSecond)), d.Threshold, counted, ts.Window, ts.MinReads, ts.InBoth)
+		if ts.PromotedOnRead > 0 {
+			fmt.Fprintf(w, "%s: %d rows promoted from what a read or a write replacing the row saw (%d from writes), since start\n",
+				ts.Host, ts.PromotedOnRead, ts.PromotedOnWrite)
+		}
 		if ts.DeviceCapBytes > 0 {
 			fmt.Fprintf(w, "%s: the fast device holds less than the budget: %s of rows in force until it has room again\n",
 				ts.Host, humanBytes(ts.DeviceCapBytes))

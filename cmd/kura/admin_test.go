@@ -52,6 +52,7 @@ state: U/D (F: refilling, not read from; B: behind, hints held for it) then J jo
 func TestPrintTiers(t *testing.T) {
 	all := []node.TiersStatus{{Node: "n1", Host: "host1", BudgetBytes: 1 << 30, Window: 10 * time.Second, MinReads: 1,
 		CountWrites: true, FastRowBytes: 900 << 20, InBoth: 2, DeviceCapBytes: 950 << 20,
+		PromotedOnRead: 1100, PromotedOnWrite: 400,
 		Tiers: []node.TierStatus{
 			{Tier: "fast", Keys: 1000, DiskBytes: 950 << 20, Reads: 900, MovedIn: 1200, MovedInBytes: 1200 << 10},
 			{Tier: "slow", Keys: 9000, DiskBytes: 9 << 30, Reads: 100, MovedIn: 200, MovedInBytes: 200 << 10}},
@@ -64,6 +65,7 @@ func TestPrintTiers(t *testing.T) {
 host1  n1    fast  1000  950.0 MiB  900    1200 rows, 1.2 MiB
              slow  9000  9.0 GiB    100    200 rows, 200.0 KiB
 host1: fast budget 1.0 GiB, 900.0 MiB of rows on it; reads from the fast tier 90.0% since start, 95.0% over the last 1m0s; moving 2.0 MiB/s; threshold score 3.00 (reads and writes per 10s, aged; K=1); 2 keys moving
+host1: 1100 rows promoted from what a read or a write replacing the row saw (400 from writes), since start
 host1: the fast device holds less than the budget: 950.0 MiB of rows in force until it has room again
 `
 	if got := b.String(); got != want {

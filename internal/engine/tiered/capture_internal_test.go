@@ -398,7 +398,7 @@ func TestWriteCapturesRacingMovesLoseNothing(t *testing.T) {
 	}()
 
 	var clock atomic.Int64
-	clock.Store(time.Now().UnixMicro()) // recent: no tombstone is past the grace period
+	clock.Store(time.Now().UnixMicro())  // recent: no tombstone is past the grace period
 	written := make([][]row.Mutation, 4) // per writer
 	var writers sync.WaitGroup
 	for w := range written {
