@@ -267,7 +267,7 @@ func TestMigratorCountsWritesOnlyWhenAsked(t *testing.T) {
 				t.Errorf("after a window with three writes of hot and one read of another row, hot is on the %s tier, want %s", got, wantHot)
 			}
 
-			// Writes move nothing once the migrator runs; the next read does.
+			// Writes that add cells move nothing once the migrator runs; the next read does.
 			fx.apply("fresh", cell("a", "1", 2))
 			m.Start()
 			defer m.Stop()

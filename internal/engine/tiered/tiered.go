@@ -53,11 +53,13 @@ type Options struct {
 	Tracker *access.Tracker
 	// CountWrites makes Apply count every written key in the Tracker too, as an access
 	// like a read: the paper counts accesses (its collector is Cassandra's toppartitions,
-	// which samples reads and writes). Writes rank rows, and move none: a row written
-	// often ranks higher, so that its next read promotes it (from that read's capture)
-	// even when it must displace rows read more than it, and keeps it on the fast tier,
-	// where its updates stay off the slow device; under a mixed workload the ranking learns
-	// which rows are hot twice as fast. Off, only reads count.
+	// which samples reads and writes). Writes rank rows: a row written often ranks
+	// higher, so that its next read promotes it (from that read's capture) even when it
+	// must displace rows read more than it, and keeps it on the fast tier, where its
+	// updates stay off the slow device; under a mixed workload the ranking learns which
+	// rows are hot twice as fast. A write that replaces its row whole also captures it
+	// for a running Migrator to promote, as a read does (see captureWrites); other writes
+	// move nothing. Off, only reads count, and writes capture nothing.
 	//
 	// Writes count only while reads are at least a tenth of the requests the engine
 	// served in the tracker's previous window (see writeGate): a bulk load, or a node
