@@ -390,12 +390,11 @@ type writeCapture struct {
 // slow tier next. A mutation captures its key's row when
 //
 //   - its row tombstone shadows all the slow tier holds for the key: the ceiling of the
-//     key's write slot, before the write raises it, is at or below the tombstone (a SET
+//     key's write slot, before the write raises it, is at or below the tombstone. (A SET
 //     writes its value over a tombstone a microsecond older, see resp's cmdSet, so a SET
-//     qualifies unless the slot's keys hold a newer timestamp, or the engine opened less
-//     than a minute ago: see lsm's ceiling). The row stored
-//     after the write then reads as the mutation's row alone, which is known without
-//     reading the slow device;
+//     qualifies unless the slot's keys hold a newer timestamp or the engine opened less
+//     than a minute ago: see lsm's ceiling.) The row stored after the write then reads
+//     as the mutation's row alone, which is known without reading the slow device;
 //   - it writes a value: a delete promotes nothing;
 //   - no other write to its slot was under way when it began, none began alongside it
 //     (the caller checks that its count is one above the token here), and the key is not
