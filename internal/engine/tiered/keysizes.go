@@ -101,8 +101,15 @@ func (m *keySizes) Set(key []byte, size int64) {
 	}
 	i, _ := m.find(key, h)
 	need := binary.MaxVarintLen64 + len(key) + 8
+	if len(m.recs)+need > cap(m.recs) && m.dead > 0 {
+		// Full: drop the deleted keys' records rather than grow. A map whose keys churn
+		// (a full fast tier swapping rows) then keeps its live records and an eighth
+		// more, where growing until the dead were half of the slice kept up to twice
+		// as many, and spare capacity on top (BenchmarkFastRowMapBytes, churned-B/key).
+		m.compact(need)
+	}
 	if len(m.recs)+need > maxRecs {
-		m.compact()
+		m.compact(0)
 		if len(m.recs)+need > maxRecs {
 			panic("tiered: the fast-row map outgrew 4 GiB of keys in one stripe")
 		}
@@ -140,7 +147,7 @@ func (m *keySizes) Delete(key []byte) (int64, bool) {
 	if m.n == 0 {
 		m.recs, m.dead = m.recs[:0], 0
 	} else if m.dead > 4096 && m.dead*2 > len(m.recs) {
-		m.compact()
+		m.compact(0)
 	}
 	return size, true
 }
@@ -178,10 +185,12 @@ func (m *keySizes) grow() {
 	}
 }
 
-// compact copies the live records into a fresh slice sized to them, dropping the
-// deleted ones, and points the table at the copies.
-func (m *keySizes) compact() {
-	recs := make([]byte, 0, len(m.recs)-m.dead)
+// compact copies the live records into a fresh slice with room for them, extra bytes
+// more and an eighth of them, dropping the deleted ones, and points the table at the
+// copies.
+func (m *keySizes) compact(extra int) {
+	live := len(m.recs) - m.dead
+	recs := make([]byte, 0, live+extra+live/8)
 	for i, e := range m.table {
 		if e == 0 {
 			continue

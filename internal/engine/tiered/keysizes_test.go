@@ -117,6 +117,15 @@ func BenchmarkFastRowMapBytes(b *testing.B) {
 			packed[stripeOf(k)].Set(k, 1100)
 		}
 		b.ReportMetric(float64(heap()-before)/keys, "packed-B/key")
+		// Then churn as a full fast tier does, each promotion displacing a row: three
+		// times as many keys replaced as held, oldest first.
+		for i := range 3 * keys {
+			k := key(i)
+			packed[stripeOf(k)].Delete(k)
+			k = key(keys + i)
+			packed[stripeOf(k)].Set(k, 1100)
+		}
+		b.ReportMetric(float64(heap()-before)/keys, "churned-B/key")
 		runtime.KeepAlive(packed)
 		packed = nil
 
@@ -131,5 +140,28 @@ func BenchmarkFastRowMapBytes(b *testing.B) {
 		}
 		b.ReportMetric(float64(heap()-before)/keys, "map-B/key")
 		runtime.KeepAlive(maps)
+	}
+}
+
+// BenchmarkFastRowMapChurn times one swap on a full fast-row map: a key deleted, another
+// set, as a promotion that displaces a row does.
+func BenchmarkFastRowMapChurn(b *testing.B) {
+	const keys = 286_000
+	key := func(i int) []byte { return fmt.Appendf(nil, "user%d", uint64(i)*0x9E3779B97F4A7C15>>1) }
+	packed := make([]keySizes, stripeCount)
+	for i := range keys {
+		k := key(i)
+		packed[stripeOf(k)].Set(k, 1100)
+	}
+	ks := make([][]byte, keys+b.N)
+	for i := range ks {
+		ks[i] = key(i)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		k := ks[i]
+		packed[stripeOf(k)].Delete(k)
+		k = ks[keys+i]
+		packed[stripeOf(k)].Set(k, 1100)
 	}
 }
