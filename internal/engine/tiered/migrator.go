@@ -85,8 +85,8 @@ type Migrator struct {
 	samples   []sample // counters over the last minutes, oldest first, for Recent
 
 	// Promotion on read (see promoteRead): keys read from the slow tier since the last
-	// drain, while the budget has room or pool offers rows, and keys written there when
-	// the engine counts writes, while the budget has room.
+	// drain, and keys whose slow rows writes replaced whole (noteWrite), while the budget
+	// has room or pool offers rows.
 	readMu   sync.Mutex
 	read     map[string]Captured
 	full     atomic.Bool // the budget had no room at the last look
