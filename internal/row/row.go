@@ -70,6 +70,16 @@ type Row struct {
 // needs no storage at all.
 func (r *Row) IsEmpty() bool { return r.Deleted == 0 && len(r.Cells) == 0 }
 
+// Newest returns the largest timestamp in r: its cells' and its row tombstone's (0 for
+// the empty row).
+func (r *Row) Newest() int64 {
+	ts := r.Deleted
+	for i := range r.Cells {
+		ts = max(ts, r.Cells[i].Timestamp)
+	}
+	return ts
+}
+
 // Find returns the cell for the column name, or nil.
 func (r *Row) Find(name []byte) *Cell {
 	i := sort.Search(len(r.Cells), func(i int) bool { return bytes.Compare(r.Cells[i].Name, name) >= 0 })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -76,51 +77,18 @@ func (c *ceiling) cover(ts int64) error {
 		return nil
 	}
 	v := ts + min(ceilingMargin, math.MaxInt64-ts)
-	if err := writeFileSynced(c.path, []byte(strconv.FormatInt(v, 10)+"\n")); err != nil {
+	if err := engine.WriteFileAtomic(c.path, []byte(strconv.FormatInt(v, 10)+"\n")); err != nil {
 		return fmt.Errorf("lsm: raise the timestamp ceiling: %w", err)
 	}
 	c.bound.Store(v)
 	return nil
 }
 
-// writeFileSynced replaces path with data durably: a synced temporary file renamed over
-// it, and the directory synced.
-func writeFileSynced(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
-}
-
-// newestTimestamp is the largest timestamp in batch: cell timestamps and row tombstones.
+// newestTimestamp is the largest timestamp in batch (row.Row.Newest).
 func newestTimestamp(batch []row.Mutation) int64 {
 	var ts int64
 	for i := range batch {
-		ts = max(ts, batch[i].Row.Deleted)
-		for j := range batch[i].Row.Cells {
-			ts = max(ts, batch[i].Row.Cells[j].Timestamp)
-		}
+		ts = max(ts, batch[i].Row.Newest())
 	}
 	return ts
 }

@@ -513,31 +513,30 @@ func (m *Migrator) sampleLoop(interval time.Duration) {
 	}
 }
 
-// noteRead queues a key just read from the slow tier, with the row the read saw, unless
-// the budget is full and no Step has offered rows to displace.
+// noteRead queues a key just read from the slow tier, with the row the read saw (see
+// queue).
 func (m *Migrator) noteRead(key, stored []byte, token uint64) {
-	if m.full.Load() && !m.swapping.Load() {
-		return
-	}
-	m.readMu.Lock()
-	if len(m.read) < readQueueMax {
-		m.read[string(key)] = Captured{Stored: stored, Token: token}
-	}
-	m.readMu.Unlock()
+	m.queue(key, Captured{Stored: stored, Token: token})
 }
 
 // noteWrite queues a key whose slow row a write replaced whole (DB.captureWrites), as
 // noteRead does a key read: the row is known without reading the slow device, so
 // promoting it costs a write to the fast one, and under a mixed workload the fast tier
-// fills from the rows written as well as those read. A read's capture of the key, if
-// queued, gives way: the write's is newer.
+// fills from the rows written as well as those read.
 func (m *Migrator) noteWrite(key, stored []byte, token uint64) {
+	m.queue(key, Captured{Stored: stored, Token: token, Written: true})
+}
+
+// queue queues key with its capture for promoteRead, unless the budget is full and no
+// Step has offered rows to displace. A capture replaces the key's queued one, which is
+// older; a new key waits only while the queue holds fewer than readQueueMax.
+func (m *Migrator) queue(key []byte, c Captured) {
 	if m.full.Load() && !m.swapping.Load() {
 		return
 	}
 	m.readMu.Lock()
 	if _, queued := m.read[string(key)]; queued || len(m.read) < readQueueMax {
-		m.read[string(key)] = Captured{Stored: stored, Token: token, Written: true}
+		m.read[string(key)] = c
 	}
 	m.readMu.Unlock()
 }

@@ -200,7 +200,7 @@ func (db *DB) finishMoves(src, dst Tier, keys [][]byte, known map[string]row.Row
 		}
 		if dst == Slow { // failed too: part of it may be there; before the marks go (writeSlot)
 			for i := range muts {
-				db.slots[slotOf(muts[i].Key)].raise(newestTimestamp(&muts[i].Row))
+				db.slots[slotOf(muts[i].Key)].raise(muts[i].Row.Newest())
 			}
 		}
 		if err == nil {

@@ -256,12 +256,10 @@ func (db *DB) reconcileChunk(keys [][]byte) error {
 
 // syncDir fsyncs a directory, making the creation or removal of its entries durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := engine.SyncDir(dir); err != nil {
 		return fmt.Errorf("tiered: %w", err)
 	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
+	return nil
 }
 
 // Name returns "tiered".
@@ -349,7 +347,7 @@ func (db *DB) apply(batch []row.Mutation, count bool) (Tier, error) {
 		db.view.RUnlock()
 		if home == Slow {
 			for i := range batch {
-				prev := db.slots[slotOf(batch[i].Key)].raise(newestTimestamp(&batch[i].Row))
+				prev := db.slots[slotOf(batch[i].Key)].raise(batch[i].Row.Newest())
 				if caps != nil {
 					caps[i].ok = caps[i].ok && err == nil && prev <= batch[i].Row.Deleted
 				}
@@ -424,15 +422,6 @@ func holdsValue(r *row.Row) bool {
 		}
 	}
 	return false
-}
-
-// newestTimestamp is the largest timestamp in r: cell timestamps and its row tombstone.
-func newestTimestamp(r *row.Row) int64 {
-	ts := r.Deleted
-	for i := range r.Cells {
-		ts = max(ts, r.Cells[i].Timestamp)
-	}
-	return ts
 }
 
 // fastLow reports whether the fast tier's store would refuse a write for lack of disk
