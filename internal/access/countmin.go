@@ -61,23 +61,61 @@ func (c *countMin) estimate(h uint64) int {
 
 func (c *countMin) reset() { clear(c.table) }
 
-// fold ages c by one window and adds w's counts in units of scoreScale, then ages c
-// skipped more times (windows without reads). Aging takes 1/windows of each counter,
-// rounded up so that counters do reach zero. A counter is the least over the key's
-// depth, so every operation here is applied to all counters alike and the estimate
-// stays an upper bound of the key's aged count.
-func (c *countMin) fold(w *countMin, windows int, skipped int64) {
-	d := uint32(windows)
-	for i, x := range c.table {
-		v := uint32(x)
-		v -= (v + d - 1) / d
-		v += uint32(w.table[i]) * scoreScale
-		c.table[i] = uint16(min(v, math.MaxUint16))
+// history is a count-min sketch of 32-bit counters in 1/scoreScale reads, aged once a
+// window: the memory behind Tracker.Score. Reads go in as they happen, with conservative
+// update (a read raises each of the key's counters only to its estimate plus the read),
+// so that a key's estimate is raised by the keys it shares all its counters with only
+// when they are read more. It is sized apart from the windows' sketches: they hold one
+// window's keys, it holds every key read over many windows.
+type history struct {
+	table []uint32
+	mask  uint64
+}
+
+func newHistory(counters int) *history {
+	n := 64
+	for n < counters {
+		n <<= 1
 	}
-	for range skipped {
-		for i, x := range c.table {
-			v := uint32(x)
-			c.table[i] = uint16(v - (v+d-1)/d)
+	return &history{table: make([]uint32, n), mask: uint64(n - 1)}
+}
+
+func (c *history) index(h uint64, i int) uint64 {
+	lo, hi := h, (h>>32)|1
+	return (lo + uint64(i)*hi) & c.mask
+}
+
+// add counts n units for the key hashed to h.
+func (c *history) add(h uint64, n uint32) {
+	var idx [depth]uint64
+	least := uint32(math.MaxUint32)
+	for i := range idx {
+		idx[i] = c.index(h, i)
+		least = min(least, c.table[idx[i]])
+	}
+	to := least + min(n, math.MaxUint32-least)
+	for _, i := range idx {
+		c.table[i] = max(c.table[i], to)
+	}
+}
+
+func (c *history) estimate(h uint64) uint32 {
+	least := uint32(math.MaxUint32)
+	for i := range depth {
+		least = min(least, c.table[c.index(h, i)])
+	}
+	return least
+}
+
+// age takes 1/windows of every counter, rounded up so that counters do reach zero, times
+// times over. The same non-decreasing step applied to every counter keeps each estimate
+// at or above the key's aged count (v-⌈v/d⌉ is superadditive: aging a sum leaves at least
+// the sum of the aged parts).
+func (c *history) age(windows int, times int64) {
+	d := uint32(windows)
+	for range times {
+		for i, v := range c.table {
+			c.table[i] = v - (v+d-1)/d
 		}
 	}
 }

@@ -42,13 +42,19 @@ type Config struct {
 	// this should exceed the number of rows the fast device holds.
 	TopKeys int
 	// HistoryWindows sets the memory of Score: each window counts 1-1/HistoryWindows as
-	// much as the next newer one; default 128 (a window's reads weigh half after about 89
-	// windows, 15 minutes of 10 s windows, and a lone read is remembered for 192). A
-	// placement ranking rows of which most are read less than once an hour needs that
-	// long a memory: with 8, a tiered node's fast tier, once full, swapped rows it had
-	// learned were hot for rows merely read last (docs/design/tiered.md, "Memory of the
-	// ranking").
+	// much as the next newer one; default 512 (a window's reads weigh half after about
+	// 355 windows, an hour of 10 s windows). A placement ranking rows of which most are
+	// read less than once an hour needs that long a memory: with 8, a tiered node's fast
+	// tier, once full, swapped rows it had learned were hot for rows merely read last;
+	// with 128, it served 0.01 less of the reads than with 512 in simulation
+	// (docs/design/tiered.md, "Memory of the ranking"). The price is that a row that
+	// turns cold keeps its rank for about as long, unless rows read more displace it.
 	HistoryWindows int
+	// HistoryCounters is the number of 32-bit counters in the sketch behind Score, across
+	// all shards; default 1<<21 (8 MiB). It holds every key read over the history's
+	// memory, not one window's: a ranking of rows read about once an hour needs a few
+	// counters per row read in that time, or its estimates are mostly collisions.
+	HistoryCounters int
 }
 
 func (c Config) withDefaults() Config {
@@ -65,7 +71,10 @@ func (c Config) withDefaults() Config {
 		c.TopKeys = 65536
 	}
 	if c.HistoryWindows <= 1 {
-		c.HistoryWindows = 128
+		c.HistoryWindows = 512
+	}
+	if c.HistoryCounters <= 0 {
+		c.HistoryCounters = 1 << 21
 	}
 	return c
 }
@@ -87,7 +96,7 @@ func New(cfg Config) *Tracker {
 		s := &t.shards[i]
 		s.cur = newCountMin(cfg.Counters / shards)
 		s.last = newCountMin(cfg.Counters / shards)
-		s.history = newCountMin(cfg.Counters / shards)
+		s.history = newHistory(cfg.HistoryCounters / shards)
 		s.historyWindows = cfg.HistoryWindows
 		s.top = topList{index: map[string]*entry{}, limit: max(1, cfg.TopKeys/shards)}
 	}
@@ -103,7 +112,7 @@ type shard struct {
 	window  int64     // number of the current window (Unix time / W)
 	cur     *countMin // reads in the current window
 	last    *countMin // reads in the window before it (empty if it saw none)
-	history *countMin // reads of every complete window, aged (see Score), in 1/scoreScale reads
+	history *history  // every read, aged once a window (see Score), in 1/scoreScale reads
 	top     topList   // the current window's most-read keys
 	lastTop []Key     // the last window's, by count, most first
 
@@ -128,7 +137,7 @@ func (s *shard) roll(now time.Time, w time.Duration) {
 		s.window = n
 		return
 	}
-	s.history.fold(s.cur, s.historyWindows, min(n-s.window-1, 64))
+	s.history.age(s.historyWindows, min(n-s.window, 65))
 	s.cur, s.last = s.last, s.cur
 	s.cur.reset()
 	s.lastTop = s.top.drain()
@@ -143,6 +152,7 @@ func (s *shard) roll(now time.Time, w time.Duration) {
 func (t *Tracker) Record(key []byte, now time.Time) {
 	s, h := t.lockFor(key, now)
 	s.top.offer(key, s.cur.add(h))
+	s.history.add(h, scoreScale)
 	s.mu.Unlock()
 }
 
@@ -181,15 +191,16 @@ func (t *Tracker) Hot(key []byte, now time.Time) bool {
 // scoreScale is the fixed point of the history sketch: a read adds scoreScale, so that
 // aging can take fractions of a read away. Aging takes at least one unit a window (it
 // rounds up, so that counters reach zero), which bounds how long a lone read is
-// remembered to scoreScale windows whatever HistoryWindows says: 256 lets a read last
-// over 40 minutes of 10 s windows, at the cost of counts capped at 255 reads (ample for a
-// ranking: the rows read that often are the hottest, all on the fast tier).
-const scoreScale = 256
+// remembered; in 4096ths a read ages as 1-1/HistoryWindows a window until it is worth
+// HistoryWindows units, then by one unit a window (a read lasts about 1,400 windows at
+// the default 512). Counts cap at about a million reads.
+const scoreScale = 4096
 
-// Score returns key's reads over the complete windows before now, each window weighing
-// 1-1/HistoryWindows as much as the next newer one (an estimate, never below the true
-// aged count, capped at 255): a ranking with a longer memory than one window, which a
-// placement needs when most rows it ranks are read less than once a window.
+// Score returns key's reads so far, each complete window weighing 1-1/HistoryWindows as
+// much as the next newer one and the current window's reads counting in full (an
+// estimate, never below the true aged count): a ranking with a longer memory than one
+// window, which a placement needs when most rows it ranks are read less than once a
+// window.
 func (t *Tracker) Score(key []byte, now time.Time) float64 {
 	s, h := t.lockFor(key, now)
 	defer s.mu.Unlock()
@@ -220,7 +231,8 @@ func (t *Tracker) Top(now time.Time) []Key {
 func (t *Tracker) Bytes() int {
 	n := 0
 	for i := range t.shards {
-		n += 3 * len(t.shards[i].cur.table) * 2
+		s := &t.shards[i]
+		n += 2*(len(s.cur.table)+len(s.last.table)) + 4*len(s.history.table)
 	}
 	return n
 }

@@ -601,7 +601,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 		// starved drain runs, that read's window may have rolled out of Count and Recent.
 		reads := max(m.tracker.Count(kb, now), recent, 1)
 		if reads >= p.MinReads {
-			hot = append(hot, Candidate{Key: k, Reads: reads, Score: m.tracker.Score(kb, now) + float64(recent), Bytes: est})
+			hot = append(hot, Candidate{Key: k, Reads: reads, Score: m.tracker.Score(kb, now), Bytes: est})
 		}
 	}
 	room := max(0, m.limit()-m.db.FastRowBytes())
@@ -617,7 +617,7 @@ func (m *Migrator) promoteRead(now time.Time) error {
 				continue
 			}
 			recent := m.tracker.Recent(kb, now)
-			c.Reads, c.Score = max(m.tracker.Count(kb, now), recent), m.tracker.Score(kb, now)+float64(recent)
+			c.Reads, c.Score = max(m.tracker.Count(kb, now), recent), m.tracker.Score(kb, now)
 			offered = append(offered, c)
 			offeredBytes += c.Bytes
 		}

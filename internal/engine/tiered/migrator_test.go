@@ -51,12 +51,14 @@ func TestMigratorPromotesTheMostReadRowsAndDisplacesCooledOnes(t *testing.T) {
 	if got, want := homes(), " k1 k2 k3"; got != want {
 		t.Errorf("fast tier after the first window:%s, want%s", got, want)
 	}
-	if d.Promoted != 3 || d.Demoted != 1 || d.Threshold != 3 {
-		t.Errorf("decision %+v: want 3 promoted, 1 demoted (k9, unread), threshold 3 (the budget is full)", d)
+	// Scores age by an eighth a window, the window just ended included: k3's 3 reads
+	// score 2.625.
+	if d.Promoted != 3 || d.Demoted != 1 || d.Threshold != 2.625 {
+		t.Errorf("decision %+v: want 3 promoted, 1 demoted (k9, unread), threshold 2.625 (the budget is full)", d)
 	}
 
-	// Scores age by an eighth a window (in 256ths of a read): k1 2304-288 = 2016, k2
-	// 1280-160+256 = 1376, k3 768-96 = 672, k4 256-32+512 = 736: k4 is not twice k3, so
+	// In 4096ths of a read: k1 32256-4032 = 28224, k2 17920+4096 = 22016-2752 = 19264,
+	// k3 10752-1344 = 9408, k4 3584+8192 = 11776-1472 = 10304: k4 is not twice k3, so
 	// nothing moves.
 	read("k2", 1)
 	read("k4", 2)
@@ -64,14 +66,15 @@ func TestMigratorPromotesTheMostReadRowsAndDisplacesCooledOnes(t *testing.T) {
 	if got, want := homes(), " k1 k2 k3"; got != want || d.Promoted+d.Demoted != 0 {
 		t.Errorf("fast tier after the second window:%s, want%s unchanged (decision %+v)", got, want, d)
 	}
-	// k4: 736-92+2048 = 2692, over twice k3's 672-84 = 588: it takes k3's place.
+	// k4: 10304+32768 = 43072-5384 = 37688, over twice k3's 9408-1176 = 8232: it takes
+	// k3's place.
 	read("k4", 8)
 	d = step()
 	if got, want := homes(), " k1 k2 k4"; got != want {
 		t.Errorf("fast tier after the third window:%s, want%s", got, want)
 	}
-	if d.Promoted != 1 || d.Demoted != 1 || d.Threshold != (1376.0-172)/256 {
-		t.Errorf("decision %+v: want 1 promoted, 1 demoted, threshold %v (k2's score, the lowest kept)", d, (1376.0-172)/256)
+	if d.Promoted != 1 || d.Demoted != 1 || d.Threshold != (19264.0-2408)/4096 {
+		t.Errorf("decision %+v: want 1 promoted, 1 demoted, threshold %v (k2's score, the lowest kept)", d, (19264.0-2408)/4096)
 	}
 	for _, k := range []string{"k1", "k2", "k3", "k4"} {
 		fx.expect(k, `{"v"@1700000000000001="0123456789"}`)
