@@ -95,12 +95,7 @@ func createSegment(dir string, seq uint64) (*os.File, error) {
 
 // syncDir fsyncs dir, so that files created or removed in it stay so after a crash.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("btree: journal: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := engine.SyncDir(dir); err != nil {
 		return fmt.Errorf("btree: journal: sync directory: %w", err)
 	}
 	return nil

@@ -68,7 +68,7 @@ func (d *DB) writeSnapshot(snap frozen) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = engine.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -142,19 +142,6 @@ func encodeSnapshot(w *bufio.Writer, snap *btree.BTreeG[item]) error {
 	binary.LittleEndian.PutUint32(t[9:], crc(t[:9]))
 	if _, werr := w.Write(t[:]); err == nil {
 		err = werr
-	}
-	return err
-}
-
-// syncDir fsyncs a directory so that a rename in it survives a crash.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }
