@@ -10,8 +10,11 @@
 // only when a key's four counters all collide with busier keys. Names come from a
 // bounded list of the most-read keys of each window (the Space-Saving idea behind
 // Cassandra's `nodetool toppartitions`): a key enters when its estimate beats the least
-// count on the list. Windows are aligned to multiples of W since the Unix epoch, so every
-// shard rolls over at the same instants without talking to the others.
+// count on the list. A longer memory, for the ranking (Score), is a third count-min
+// sketch of its own (32-bit counters, conservative update, sized for every key read over
+// an hour rather than one window's), aged by a fraction at each window's end. Windows
+// are aligned to multiples of W since the Unix epoch, so every shard rolls over at the
+// same instants without talking to the others.
 //
 // The tracker is safe for concurrent use. Time is passed in, never read, so tests and
 // simulations drive it with a virtual clock.
