@@ -164,8 +164,9 @@ func TestScoreAgesPastWindows(t *testing.T) {
 	}
 }
 
-// Over seeded zipfian windows, no key's Score is below its exact aged count, and with a
-// few counters per key read, few keys' are above it by more than a read.
+// Over seeded zipfian windows, no key's Score is below its exact aged count, and with
+// about six counters per key read, under one key in a thousand scores over a read above
+// it (with plain updates instead of conservative ones, about four in a thousand do).
 func TestScoreIsNeverBelowTheExactAgedCount(t *testing.T) {
 	sd := seed(t)
 	r := rand.New(rand.NewSource(int64(sd)))
@@ -193,7 +194,7 @@ func TestScoreIsNeverBelowTheExactAgedCount(t *testing.T) {
 			over++
 		}
 	}
-	if over*100 > len(exact) {
+	if over*1000 > len(exact) {
 		t.Errorf("%d of %d keys read score over a read above their aged count (seed %d)", over, len(exact), sd)
 	}
 	t.Logf("%d of %d keys read score over a read above their aged count", over, len(exact))
