@@ -97,9 +97,9 @@ func New(cfg Config) *Tracker {
 	t := &Tracker{cfg: cfg}
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.cur = newCountMin(cfg.Counters / shards)
-		s.last = newCountMin(cfg.Counters / shards)
-		s.history = newHistory(cfg.HistoryCounters / shards)
+		s.cur = newCountMin[uint16](cfg.Counters / shards)
+		s.last = newCountMin[uint16](cfg.Counters / shards)
+		s.history = newCountMin[uint32](cfg.HistoryCounters / shards)
 		s.historyWindows = cfg.HistoryWindows
 		s.top = topList{index: map[string]*entry{}, limit: max(1, cfg.TopKeys/shards)}
 	}
@@ -112,12 +112,12 @@ func (t *Tracker) Config() Config { return t.cfg }
 // shard is one slice of the key space, with its own lock.
 type shard struct {
 	mu      sync.Mutex
-	window  int64     // number of the current window (Unix time / W)
-	cur     *countMin // reads in the current window
-	last    *countMin // reads in the window before it (empty if it saw none)
-	history *history  // every read, aged once a window (see Score), in 1/scoreScale reads
-	top     topList   // the current window's most-read keys
-	lastTop []Key     // the last window's, by count, most first
+	window  int64             // number of the current window (Unix time / W)
+	cur     *countMin[uint16] // reads in the current window
+	last    *countMin[uint16] // reads in the window before it (empty if it saw none)
+	history *countMin[uint32] // every read, aged once a window (see Score), in 1/scoreScale reads
+	top     topList           // the current window's most-read keys
+	lastTop []Key             // the last window's, by count, most first
 
 	historyWindows int // Config.HistoryWindows
 }
@@ -154,7 +154,7 @@ func (s *shard) roll(now time.Time, w time.Duration) {
 // Record counts one read of key at now.
 func (t *Tracker) Record(key []byte, now time.Time) {
 	s, h := t.lockFor(key, now)
-	s.top.offer(key, s.cur.add(h))
+	s.top.offer(key, int(s.cur.add(h, 1)))
 	s.history.add(h, scoreScale)
 	s.mu.Unlock()
 }
@@ -173,14 +173,14 @@ func (t *Tracker) lockFor(key []byte, now time.Time) (*shard, uint64) {
 func (t *Tracker) Count(key []byte, now time.Time) int {
 	s, h := t.lockFor(key, now)
 	defer s.mu.Unlock()
-	return s.last.estimate(h)
+	return int(s.last.estimate(h))
 }
 
 // Recent returns key's estimated reads so far in the window holding now.
 func (t *Tracker) Recent(key []byte, now time.Time) int {
 	s, h := t.lockFor(key, now)
 	defer s.mu.Unlock()
-	return s.cur.estimate(h)
+	return int(s.cur.estimate(h))
 }
 
 // Hot reports whether key was read at least K times in the last complete window or in
@@ -188,7 +188,7 @@ func (t *Tracker) Recent(key []byte, now time.Time) int {
 func (t *Tracker) Hot(key []byte, now time.Time) bool {
 	s, h := t.lockFor(key, now)
 	defer s.mu.Unlock()
-	return max(s.last.estimate(h), s.cur.estimate(h)) >= t.cfg.MinCount
+	return int(max(s.last.estimate(h), s.cur.estimate(h))) >= t.cfg.MinCount
 }
 
 // scoreScale is the fixed point of the history sketch: a read adds scoreScale, so that

@@ -2,6 +2,7 @@ package access
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"sort"
 	"sync"
@@ -262,5 +263,19 @@ func BenchmarkRecord(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		tr.Record(keys[i&(len(keys)-1)], t0)
+	}
+}
+
+// A saturated counter still ages: the rounded-up fraction is taken without overflowing.
+func TestASaturatedCounterAges(t *testing.T) {
+	c := newCountMin[uint32](64)
+	c.add(1, math.MaxUint32)
+	if got := c.add(1, 5); got != math.MaxUint32 {
+		t.Fatalf("a saturated estimate went to %d", got)
+	}
+	c.age(512, 1)
+	// 4,294,967,295 / 512 is 8,388,607 remainder 511: a 512th rounded up is 8,388,608.
+	if got, want := c.estimate(1), uint32(math.MaxUint32-8_388_608); got != want {
+		t.Errorf("aged once: %d, want %d", got, want)
 	}
 }
