@@ -85,8 +85,10 @@ func (s simulation) run(t *testing.T) (share, oracle float64) {
 			if op.Kind == bench.OpRead || s.countWrites {
 				at := now.Add(time.Duration(i) * window / time.Duration(opsPerWindow))
 				tr.Record([]byte(op.Key), at)
-				a := exact[op.Key]
-				exact[op.Key] = aged{a.count*math.Pow(keep, float64(win-a.window)) + 1, win}
+				if s.exact {
+					a := exact[op.Key]
+					exact[op.Key] = aged{a.count*math.Pow(keep, float64(win-a.window)) + 1, win}
+				}
 			}
 			if op.Kind == bench.OpRead {
 				if win >= measureFrom {
