@@ -150,8 +150,24 @@ disk_sample() {
 coord_sample() {
   local a
   while read -r a; do curl -s --max-time 5 "http://$a/metrics"; done < <(admin_addrs "$1") |
-    awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_[a-z_]+)_total/ || /^kura_engine_write_(stall_seconds|buffer_flushes)_total/ { s[$1] += $2 }
-      END { for (k in s) if (s[k] > 0) printf "%s %s %d\n", l, k, s[k] }' | sort
+    awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_[a-z_]+)_total/ || /^kura_engine_write_(stall_seconds|buffer_flushes)_total/ || /^kura_(replica|coordinator)_request_seconds_(sum|count)/ { s[$1] += $2 }
+      END { for (k in s) if (s[k] > 0) printf "%s %s %.6g\n", l, k, s[k] }' | sort
+}
+# cpu_sample CLUSTER LABEL: CPU time (user + system clock ticks, /proc/PID/stat) of every
+# node's process tree, by node name, and the whole machine's busy ticks and context
+# switches (/proc/stat: the client's and everything else's too), so that a run's CPU per
+# operation can be split by role (cpu.txt, summed up in cpu-per-op.txt at the end).
+cpu_sample() {
+  local name pid c t
+  while read -r name pid; do
+    t=0
+    for c in $pid $(pgrep -P "$pid"); do
+      t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$2 node $name ticks $t"
+  done < <(awk '/ pid [0-9]+$/ { print $1, $NF }' "$WORK/$1.out")
+  echo "$2 machine all ticks $(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)"
+  echo "$2 machine all ctxt $(awk '/^ctxt / {print $2}' /proc/stat)"
 }
 # latency_sample CLUSTER LABEL: each coordinator's recent read latency of each replica
 # (load-aware routing's kura_coordinator_replica_read_seconds), one line per pair:
@@ -348,7 +364,7 @@ settle() {
 
 # measure CLUSTER PHASE WORKLOAD DIR: one measured run, into OUT/DIR.
 measure() {
-  local extra=() c sampler latencies limits=(--duration "$RUN" --warmup "$WARMUP")
+  local extra=() c sampler latencies cpus limits=(--duration "$RUN" --warmup "$WARMUP")
   [ "$2" = latency ] && extra=(--rate "$RATE")
   [ "$2" = warm ] && limits=(--operations "$WARM_OPS" --warmup 0s)
   settle "$1"
@@ -357,6 +373,11 @@ measure() {
   sampler=$!
   ( sleep "${WARMUP%s}"; while :; do latency_sample "$1" "$4" >>"$OUT/replica-latency.txt"; sleep 10; done ) &
   latencies=$!
+  # The CPU samples bracket the measured window (after the warm-up), in the background so
+  # that the client's start and its report after the run fall outside them.
+  ( sleep "${WARMUP%s}"; [ "$2" = warm ] && exit 0; cpu_sample "$1" "$4 before" >>"$OUT/cpu.txt"
+    sleep "${RUN%s}"; cpu_sample "$1" "$4 after" >>"$OUT/cpu.txt" ) &
+  cpus=$!
   io_sample "$1" "$4 before" >>"$OUT/io.txt"
   disk_sample "$4 before" >>"$OUT/disks.txt"
   coord_sample "$1" "$4 before" >>"$OUT/metrics.txt"
@@ -367,7 +388,7 @@ measure() {
   disk_sample "$4 after" >>"$OUT/disks.txt"
   coord_sample "$1" "$4 after" >>"$OUT/metrics.txt"
   kill "$latencies" 2>/dev/null || true
-  wait "$sampler" # not a bare wait: kura dev is a child too
+  wait "$sampler" "$cpus" # not a bare wait: kura dev is a child too
 }
 
 # throughput DIR: the TOTAL row's throughput in OUT/DIR's summary.csv.
@@ -417,6 +438,32 @@ else
     done
   done | tee "$OUT/ratios.txt"
 fi
+# cpu-per-op.txt: for each measured run, the CPU it took per operation over its measured
+# window, in microseconds: the nodes of each role, all nodes, and the whole machine (the
+# client and anything else running included), and the machine's context switches per
+# operation. With every core busy, throughput follows the machine's figure.
+[ -s "$OUT/cpu.txt" ] && awk -v out="$OUT" -v hz="$(getconf CLK_TCK)" '
+  $2 == "before" && $5 == "ctxt" { bc[$1] = $6; next }
+  $2 == "before" && $5 == "ticks" { b[$1, $4] = $6; next }
+  $2 == "after" && $5 == "ctxt" { if ($1 in bc) cs[$1] = $6 - bc[$1]; next }
+  $2 == "after" && (($1, $4) in b) {
+    role = $4; sub(/^host[0-9]+-/, "", role)
+    if ($3 == "machine") role = "machine"
+    d[$1, role] += $6 - b[$1, $4]; if (role != "machine") d[$1, "nodes"] += $6 - b[$1, $4]
+    runs[$1] = 1; roles[role] = 1; roles["nodes"] = 1
+  }
+  END {
+    for (r in runs) {
+      ops = 0; f = out "/" r "/summary.csv"
+      while ((getline line < f) > 0) { split(line, c, ","); if (c[4] == "TOTAL") ops = c[5] }
+      close(f)
+      if (ops == 0) continue
+      printf "%s ops %d", r, ops
+      for (x in roles) if ((r, x) in d) printf " %s_us %.1f", x, d[r, x] / hz * 1e6 / ops
+      if (r in cs) printf " machine_ctxt %.2f", cs[r] / ops
+      printf "\n"
+    }
+  }' "$OUT/cpu.txt" | sort >"$OUT/cpu-per-op.txt"
 # The report compares against the homogeneous cluster: none without it (its runs of
 # another OUT can be reported with these by kura bench report).
 [[ " $CLUSTERS " == *" homogeneous "* ]] || exit 0
