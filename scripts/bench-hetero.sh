@@ -342,7 +342,7 @@ prepare() {
   mapfile -t c < <(common "$1")
   marker=${DATA//\{host\}/1}/$layout.loaded
   if [ ! -e "$marker" ]; then # load-aware run after heterogeneous reuses its data
-    "$KURA" bench load -w read-heavy "${c[@]}" --label "$1" --out "$OUT/$1-load" --plots=false | sed -n 1p
+    "$KURA" bench load -w read-heavy "${c[@]}" --label "$1" --out "$OUT/$1-load" --plots=false | sed -n '1p; /^  [0-9]* errors: /p'
     touch "$marker"
   fi
   [ -n "${REBUILD:-}" ] && [ "$1" != homogeneous ] && rebuild_btrees "$1"
@@ -383,7 +383,7 @@ measure() {
   coord_sample "$1" "$4 before" >>"$OUT/metrics.txt"
   echo "$4 $(date -u +%FT%TZ) before hints_pending $(hints_pending "$1")" >>"$OUT/hints.txt"
   "$KURA" bench run -w "$3" "${c[@]}" ${extra[@]+"${extra[@]}"} --label "$1-$2" "${limits[@]}" \
-    --out "$OUT/$4" | sed -n 1p
+    --out "$OUT/$4" | sed -n '1p; /^  [0-9]* errors: /p'
   io_sample "$1" "$4 after" >>"$OUT/io.txt"
   disk_sample "$4 after" >>"$OUT/disks.txt"
   coord_sample "$1" "$4 after" >>"$OUT/metrics.txt"

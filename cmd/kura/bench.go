@@ -252,6 +252,9 @@ func printResult(w io.Writer, r *bench.Result) {
 		fmt.Fprintf(w, ", target %.0f ops/s", r.TargetRateOps)
 	}
 	fmt.Fprintf(w, ", seed %d)\n", r.Seed)
+	for _, e := range r.ErrorSamples {
+		fmt.Fprintf(w, "  %d errors: %s\n", e.Count, e.Message)
+	}
 	printOps(w, r.Operations)
 	if len(r.ServiceOperations) > 0 {
 		fmt.Fprintln(w, "timed from each operation's actual start instead of its scheduled one (service time):")

@@ -59,6 +59,24 @@ type Result struct {
 	ServiceOperations []OpStats `json:"service_operations,omitempty"`
 	// Series holds one entry per operation type (and Total) per second of the phase.
 	Series []Interval `json:"series"`
+	// ErrorSamples says what the measured operations' errors were: up to
+	// MaxErrorMessages distinct messages with how often each came, the rest counted
+	// under OtherErrors, so that "11 errors" can be told apart as timeouts or refusals.
+	ErrorSamples []ErrorSample `json:"error_samples,omitempty"`
+}
+
+// MaxErrorMessages bounds the distinct error messages a result keeps (a message that
+// names its key would otherwise make every error distinct).
+const MaxErrorMessages = 8
+
+// OtherErrors is the message under which errors past MaxErrorMessages distinct ones
+// are counted.
+const OtherErrors = "(other messages)"
+
+// ErrorSample is one error message and how many measured operations failed with it.
+type ErrorSample struct {
+	Message string `json:"message"`
+	Count   int64  `json:"count"`
 }
 
 // Machine records where a run was measured, because on a shared machine the load

@@ -93,6 +93,45 @@ type run struct {
 	errOnce sync.Once
 	err     error
 	cancel  context.CancelFunc
+
+	samples errorSamples
+}
+
+// errorSamples counts the measured operations' errors by message, up to
+// MaxErrorMessages distinct ones. Errors are rare, so one mutex serves every thread.
+type errorSamples struct {
+	mu     sync.Mutex
+	counts map[string]int64
+	order  []string
+}
+
+func (e *errorSamples) add(err error) {
+	msg := err.Error()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.counts == nil {
+		e.counts = make(map[string]int64)
+	}
+	if _, ok := e.counts[msg]; !ok {
+		if len(e.order) >= MaxErrorMessages {
+			msg = OtherErrors
+		}
+		if _, ok := e.counts[msg]; !ok {
+			e.order = append(e.order, msg)
+		}
+	}
+	e.counts[msg]++
+}
+
+// list returns the messages in the order first seen, with their counts.
+func (e *errorSamples) list() []ErrorSample {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []ErrorSample
+	for _, m := range e.order {
+		out = append(out, ErrorSample{Message: m, Count: e.counts[m]})
+	}
+	return out
 }
 
 // Run executes one phase and returns what it measured. It returns an error, and no
@@ -238,6 +277,9 @@ func (r *run) thread(ctx context.Context, i int, c Client) {
 			return // interrupted, not a failure of the target
 		}
 		if measured {
+			if err != nil {
+				r.samples.add(err)
+			}
 			r.rec.record(i, op.Kind, end, end.Sub(begin), err != nil, notFound)
 			if r.svc != nil {
 				r.svc.record(i, op.Kind, end, end.Sub(started), err != nil, notFound)
@@ -314,7 +356,7 @@ func (r *run) result(m Machine) *Result {
 		Phase: r.cfg.Phase, Target: r.cfg.Target.Name(), Mode: "closed", Threads: max(r.cfg.Threads, 1),
 		TargetRateOps: r.cfg.RateOps, Seed: r.cfg.Seed, Start: r.measure,
 		DurationSeconds: elapsed.Seconds(), Properties: r.cfg.Workload.Properties(), Machine: m,
-		Operations: ops, Series: series}
+		Operations: ops, Series: series, ErrorSamples: r.samples.list()}
 	if r.period > 0 {
 		res.Mode = "open"
 		res.ServiceOperations, _ = r.svc.finish(secondOf(elapsed), elapsed)

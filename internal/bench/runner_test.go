@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,8 @@ type stallTarget struct {
 	mu      sync.Mutex
 	ops     int
 	keys    []string
+	// errOf, when set, is the error operation number n (of key) fails with.
+	errOf func(n int, key string) error
 }
 
 func (t *stallTarget) Name() string { return "stall" }
@@ -73,6 +76,9 @@ func (c stallClient) serve(key string) error {
 		c.t.clock.advance(c.t.stall)
 	} else {
 		c.t.clock.advance(c.t.service)
+	}
+	if c.t.errOf != nil {
+		return c.t.errOf(n, key)
 	}
 	return nil
 }
@@ -230,6 +236,47 @@ func TestLoadPhaseInsertsEveryRecordAcrossThreads(t *testing.T) {
 	slices.Sort(keys)
 	if len(slices.Compact(keys)) != 1000 {
 		t.Errorf("load wrote %d distinct keys, want 1000", len(keys))
+	}
+}
+
+func TestErrorsAreSampledByMessage(t *testing.T) {
+	target := &stallTarget{clock: newFakeClock(), stallAt: -1, errOf: func(n int, key string) error {
+		switch n % 10 {
+		case 0:
+			return errors.New("ERR timeout")
+		case 5:
+			return fmt.Errorf("ERR refused %s", key) // a message of its own per key
+		}
+		return nil
+	}}
+	w := NewWorkload()
+	w.RecordCount = 1000
+	res, err := Run(context.Background(), Config{Workload: w, Phase: PhaseLoad, Target: target, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 200 {
+		t.Fatalf("%d errors, want 200", res.Errors)
+	}
+	s := res.ErrorSamples
+	if len(s) != MaxErrorMessages+1 {
+		t.Fatalf("%d samples, want %d distinct messages and the rest: %+v", len(s), MaxErrorMessages, s)
+	}
+	if s[0] != (ErrorSample{Message: "ERR timeout", Count: 100}) {
+		t.Errorf("first sample %+v, want every timeout under one message", s[0])
+	}
+	var sum int64
+	for i, e := range s {
+		sum += e.Count
+		if i > 0 && i < MaxErrorMessages && (e.Count != 1 || !strings.HasPrefix(e.Message, "ERR refused ")) {
+			t.Errorf("sample %d: %+v, want one refusal", i, e)
+		}
+	}
+	if last := s[len(s)-1]; last != (ErrorSample{Message: OtherErrors, Count: 100 - (MaxErrorMessages - 1)}) {
+		t.Errorf("last sample %+v, want the other refusals", last)
+	}
+	if sum != res.Errors {
+		t.Errorf("samples count %d errors, the result %d", sum, res.Errors)
 	}
 }
 

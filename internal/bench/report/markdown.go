@@ -95,19 +95,24 @@ func (m *mdReport) header(labels []string) {
 func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
 // errors lists every result with failed operations before anything else, since their
-// figures measure failures as well as work.
+// figures measure failures as well as work, with what the errors said.
 func (m *mdReport) errors() {
 	var lines []string
+	failed := 0
 	for i, r := range m.results {
 		if r.Errors > 0 {
+			failed++
 			lines = append(lines, fmt.Sprintf("> - `%s` %s %s: %s of %s operations failed (%s)",
 				m.names[i], r.Workload, r.Phase, groupDigits(r.Errors), groupDigits(r.Ops), percent(r.Errors, r.Ops)))
+			for _, e := range r.ErrorSamples {
+				lines = append(lines, fmt.Sprintf(">   - %s: `%s`", groupDigits(e.Count), strings.ReplaceAll(e.Message, "`", "'")))
+			}
 		}
 	}
-	if len(lines) == 0 {
+	if failed == 0 {
 		return
 	}
-	m.printf("> [!WARNING]\n> **%d of %d runs had failed operations.** Their throughput and latency include the failures.\n>\n", len(lines), len(m.results))
+	m.printf("> [!WARNING]\n> **%d of %d runs had failed operations.** Their throughput and latency include the failures.\n>\n", failed, len(m.results))
 	m.printf("%s\n\n", strings.Join(lines, "\n"))
 }
 

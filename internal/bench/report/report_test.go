@@ -401,6 +401,9 @@ func TestRunsWithErrorsAreFlaggedBeforeTheTables(t *testing.T) {
 	if !strings.Contains(md, "`kura-lsm` read-heavy load: 17 of") {
 		t.Errorf("warning does not name the run:\n%s", md[:strings.Index(md, "## Machines")])
 	}
+	if !strings.Contains(md, "\n>   - 15: `ERR timeout`\n>   - 2: `EOF`\n") {
+		t.Errorf("warning does not say what the errors were:\n%s", md[:strings.Index(md, "## Machines")])
+	}
 }
 
 func TestRenderLinksEveryChartItWrites(t *testing.T) {

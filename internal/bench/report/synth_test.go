@@ -147,5 +147,6 @@ func fixture(rng *rand.Rand) []*bench.Result {
 	out[1].Errors = 17 // kura-lsm read-heavy load
 	out[1].Operations[0].Errors = 17
 	out[1].Operations[len(out[1].Operations)-1].Errors = 17
+	out[1].ErrorSamples = []bench.ErrorSample{{Message: "ERR timeout", Count: 15}, {Message: "EOF", Count: 2}}
 	return out
 }
