@@ -151,7 +151,7 @@ coord_sample() {
   local a
   while read -r a; do curl -s --max-time 5 "http://$a/metrics"; done < <(admin_addrs "$1") |
     awk -v l="$2" '/^kura_coordinator_(replica_requests|fallbacks|read_retries_[a-z_]+)_total/ || /^kura_engine_write_(stall_seconds|buffer_flushes)_total/ || /^kura_(replica|coordinator)_request_seconds_(sum|count)/ { s[$1] += $2 }
-      END { for (k in s) if (s[k] > 0) printf "%s %s %.6g\n", l, k, s[k] }' | sort
+      END { for (k in s) if (s[k] > 0) printf "%s %s %.12g\n", l, k, s[k] }' | sort
 }
 # cpu_sample CLUSTER LABEL: CPU time (user + system clock ticks, /proc/PID/stat) of every
 # node's process tree, by node name, and the whole machine's busy ticks and context
