@@ -464,6 +464,29 @@ fi
       printf "\n"
     }
   }' "$OUT/cpu.txt" | sort >"$OUT/cpu-per-op.txt"
+# service.txt: for each measured run (warm-up included: the samples bracket the client's
+# whole run), the average time of a coordinated read and write, and of a replica request
+# served, by the serving node's role and method, in milliseconds, from the histograms'
+# sums and counts in metrics.txt: where a request's time goes between the coordinator and
+# its replicas.
+[ -s "$OUT/metrics.txt" ] && awk '
+  $3 ~ /_seconds_(sum|count)\{/ {
+    k = $3; kind = (k ~ /_sum\{/) ? "sum" : "count"; sub(/_(sum|count)\{/, "{", k)
+    if ($2 == "before") b[$1, k, kind] = $4
+    else { d[$1, k, kind] = $4 - b[$1, k, kind]; keys[$1, k] = 1; runs[$1] = 1 }
+  }
+  END {
+    for (r in runs) {
+      line = r
+      for (rk in keys) {
+        split(rk, x, SUBSEP); if (x[1] != r) continue
+        n = d[r, x[2], "count"]; if (n <= 0) continue
+        name = x[2]; gsub(/kura_|_request_seconds|"|method=|role=|op=/, "", name)
+        line = line sprintf(" %s %.3f ms (%d)", name, d[r, x[2], "sum"] / n * 1000, n)
+      }
+      print line
+    }
+  }' "$OUT/metrics.txt" | sort >"$OUT/service.txt"
 # The report compares against the homogeneous cluster: none without it (its runs of
 # another OUT can be reported with these by kura bench report).
 [[ " $CLUSTERS " == *" homogeneous "* ]] || exit 0
