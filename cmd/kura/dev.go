@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -207,6 +208,10 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 	}
 	n.cmd, n.log = exec.Command(name, args...), logf
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	// Each node runs in a process group of its own, which stopDev signals whole: a
+	// --node-wrapper that runs the node as its child instead of exec'ing it would
+	// otherwise take the signal alone and leave the node running, holding its ports.
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if os.Getenv("GOMAXPROCS") == "" {
 		// Go sizes each process for the whole machine; N of them then keep N times the
 		// threads spinning for work and waking each other across cores. On 2 cores three
@@ -281,13 +286,19 @@ func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
 		nodes[0].admin, nodes[0].client)
 }
 
-// stopDev sends SIGTERM to every node and waits for them, killing stragglers.
+// devStopTimeout is how long stopDev lets the nodes shut down before killing them.
+const devStopTimeout = 30 * time.Second
+
+// stopDev sends SIGTERM to every node's process group (the node, and its wrapper with
+// anything the wrapper started) and waits until each group is gone, killing what is left
+// of it after devStopTimeout.
 func stopDev(nodes []*devNode) {
 	for _, n := range nodes {
 		if n.cmd != nil && n.cmd.Process != nil {
-			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
+	deadline := time.Now().Add(devStopTimeout)
 	for _, n := range nodes {
 		if n.cmd == nil || n.cmd.Process == nil {
 			continue
@@ -296,10 +307,51 @@ func stopDev(nodes []*devNode) {
 		go func() { _ = n.cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = n.cmd.Process.Kill()
-			<-done
+		case <-time.After(time.Until(deadline)):
 		}
+		// The group outlives its leader while a wrapper's child is still shutting down.
+		for groupAlive(n.cmd.Process.Pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if groupAlive(n.cmd.Process.Pid) {
+			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+			for end := time.Now().Add(5 * time.Second); groupAlive(n.cmd.Process.Pid) && time.Now().Before(end); {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		<-done
 		n.log.Close()
 	}
+}
+
+// groupAlive reports whether process group pgid has a live process left. Zombies do not
+// count: an orphan that has exited waits for whichever process adopted it to reap it,
+// which in a container may never happen.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc to tell zombies apart: the group is there
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
 }
