@@ -464,6 +464,21 @@ fi
       printf "\n"
     }
   }' "$OUT/cpu.txt" | sort >"$OUT/cpu-per-op.txt"
+# disk-reads.txt: on disks with the seek model, for each measured run (warm-up included),
+# each disk's reads and the seconds it was busy, and the reads of all disks: how many
+# disk reads the cluster's operations cost, and whether one disk held the others back.
+[ -s "$OUT/disks.txt" ] && awk '
+  { for (i = 5; i <= NF; i++) { split($i, kv, "="); v[$1, $2, $4, kv[1]] = kv[2] }; runs[$1] = 1; disks[$4] = 1 }
+  END {
+    for (r in runs) {
+      line = r; total = 0
+      for (d in disks) {
+        n = v[r, "after", d, "reads"] - v[r, "before", d, "reads"]; total += n
+        line = line sprintf(" %s %d reads %.0f s busy", d, n, v[r, "after", d, "busy_s"] - v[r, "before", d, "busy_s"])
+      }
+      print line " total_reads " total
+    }
+  }' "$OUT/disks.txt" | sort >"$OUT/disk-reads.txt"
 # service.txt: for each measured run (warm-up included: the samples bracket the client's
 # whole run), the average time of a coordinated read and write, and of a replica request
 # served, by the serving node's role and method, in milliseconds, from the histograms'

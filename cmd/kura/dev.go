@@ -31,7 +31,9 @@ type devFlags struct {
 	extra    []string
 	wrappers []string // commands nodes run under: "CMD" for all, "ENGINE=CMD" for one engine
 	timeout  time.Duration
-	procs    int // GOMAXPROCS of every node; 0 divides the machine's cores among them
+	// stopTimeout: how long the nodes get to shut down before stopDev kills them.
+	stopTimeout time.Duration
+	procs       int // GOMAXPROCS of every node; 0 divides the machine's cores among them
 }
 
 // devNode is one kura process of a local cluster.
@@ -79,6 +81,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic; {host} stands for the host's number and {engine} for the node's engine (a directory per node: --server-flag=--hints-dir=/mnt/log{host}/hints-{engine})")
 	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable); {host} stands for the host's number")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long the nodes get to shut down on Ctrl-C before they are killed")
 	return cmd
 }
 
@@ -99,7 +102,7 @@ func runDev(ctx context.Context, out io.Writer, f *devFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer stopDev(nodes)
+	defer stopDev(nodes, f.stopTimeout)
 	for i, n := range nodes {
 		seed := ""
 		if i > 0 {
@@ -286,36 +289,35 @@ func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
 		nodes[0].admin, nodes[0].client)
 }
 
-// devStopTimeout is how long stopDev lets the nodes shut down before killing them.
-const devStopTimeout = 30 * time.Second
-
-// stopDev sends SIGTERM to every node's process group (the node, and its wrapper with
-// anything the wrapper started) and waits until each group is gone, killing what is left
-// of it after devStopTimeout.
-func stopDev(nodes []*devNode) {
-	for _, n := range nodes {
+// stopDev sends SIGTERM to every node's process group (the node, or its wrapper with what
+// the wrapper started in that group) and waits until every process of each node's tree,
+// as it was when stopping began, is gone, killing what is left of it after timeout. The
+// tree, not only the group: a wrapper may start the node in a group of its own
+// (emulate-disks.sh does, to pass signals on as a terminal would), and killing the
+// wrapper alone once left B+tree nodes running, holding their ports.
+func stopDev(nodes []*devNode, timeout time.Duration) {
+	trees := make([][]int, len(nodes))
+	for i, n := range nodes {
 		if n.cmd != nil && n.cmd.Process != nil {
+			trees[i] = processTree(n.cmd.Process.Pid)
 			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
-	deadline := time.Now().Add(devStopTimeout)
-	for _, n := range nodes {
+	deadline := time.Now().Add(timeout)
+	for i, n := range nodes {
 		if n.cmd == nil || n.cmd.Process == nil {
 			continue
 		}
 		done := make(chan struct{})
 		go func() { _ = n.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Until(deadline)):
-		}
-		// The group outlives its leader while a wrapper's child is still shutting down.
-		for groupAlive(n.cmd.Process.Pid) && time.Now().Before(deadline) {
+		for anyAlive(trees[i]) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if groupAlive(n.cmd.Process.Pid) {
-			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-			for end := time.Now().Add(5 * time.Second); groupAlive(n.cmd.Process.Pid) && time.Now().Before(end); {
+		if anyAlive(trees[i]) {
+			for _, p := range trees[i] {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			for end := time.Now().Add(5 * time.Second); anyAlive(trees[i]) && time.Now().Before(end); {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}
@@ -324,34 +326,50 @@ func stopDev(nodes []*devNode) {
 	}
 }
 
-// groupAlive reports whether process group pgid has a live process left. Zombies do not
-// count: an orphan that has exited waits for whichever process adopted it to reap it,
-// which in a container may never happen.
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true // no /proc to tell zombies apart: the group is there
-	}
+// processTree returns pid and every descendant of it, from /proc.
+func processTree(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
+		if f := procStat(p); len(f) >= 2 {
+			if ppid, err := strconv.Atoi(f[1]); err == nil {
+				children[ppid] = append(children[ppid], p)
+			}
 		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+	}
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree
+}
+
+// anyAlive reports whether a process of pids is running. Zombies do not count: an
+// orphan that has exited waits for whichever process adopted it to reap it, which in a
+// container may never happen.
+func anyAlive(pids []int) bool {
+	for _, p := range pids {
+		if f := procStat(p); len(f) > 0 && f[0] != "Z" {
 			return true
 		}
 	}
 	return false
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name (state, ppid,
+// pgrp, ...), or nil when there is no such process.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')') // the name may hold spaces and parentheses
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }

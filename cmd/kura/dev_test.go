@@ -502,53 +502,52 @@ func TestDevRunsNodesUnderAWrapper(t *testing.T) {
 
 // A wrapper that runs the node as its child, and exits on SIGTERM without passing it on,
 // must not leave the node running when kura dev stops: kura dev signals each node's
-// process group, not only the process it started.
+// process group, not only the process it started. A wrapper that starts the node in a
+// group of its own (set -m, as emulate-disks.sh does) escapes that; kura dev then kills
+// the node's whole process tree once --stop-timeout has passed.
 func TestDevStopsANodeItsWrapperDoesNotExec(t *testing.T) {
-	base := freeBasePort(t, 1)
-	root := t.TempDir()
-	wrapper := filepath.Join(root, "wrap.sh")
-	script := "#!/bin/sh\ntrap 'exit 0' TERM\n\"$@\" &\nwait\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ name, jobControl string }{{"same group", ""}, {"group of its own", "set -m\n"}} {
+		t.Run(c.name, func(t *testing.T) {
+			base := freeBasePort(t, 1)
+			root := t.TempDir()
+			wrapper := filepath.Join(root, "wrap.sh")
+			script := "#!/bin/bash\n" + c.jobControl + "trap 'exit 0' TERM\n\"$@\" &\nwait\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd, nodes := startDev(t, "--hosts", "1", "--engines", "memory", "--data-dir", filepath.Join(root, "data"),
+				"--base-port", strconv.Itoa(base), "--node-wrapper", wrapper, "--stop-timeout", "3s")
+			n, ok := nodes["host1-memory"]
+			if !ok {
+				t.Fatalf("kura dev printed %v", nodes)
+			}
+			children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", n.pid, n.pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Fields(string(children))
+			if len(f) != 1 {
+				t.Fatalf("the wrapper (pid %d) has children %q, want the node alone", n.pid, children)
+			}
+			node, _ := strconv.Atoi(f[0])
+			if c.jobControl != "" {
+				// Then no signal to the wrapper's group reaches the node: only killing it
+				// by its pid stops it.
+				if st := procStat(node); len(st) < 3 || st[2] == strconv.Itoa(n.pid) {
+					t.Fatalf("the node (pid %d) is in its wrapper's process group: %v", node, st)
+				}
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("kura dev: %v", err)
+			}
+			if st := procStat(node); len(st) > 0 && st[0] != "Z" {
+				t.Fatalf("the node (pid %d) is still running (state %s) after kura dev stopped", node, st[0])
+			}
+		})
 	}
-	cmd, nodes := startDev(t, "--hosts", "1", "--engines", "memory", "--data-dir", filepath.Join(root, "data"),
-		"--base-port", strconv.Itoa(base), "--node-wrapper", wrapper)
-	n, ok := nodes["host1-memory"]
-	if !ok {
-		t.Fatalf("kura dev printed %v", nodes)
-	}
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", n.pid, n.pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(children))
-	if len(f) != 1 {
-		t.Fatalf("the wrapper (pid %d) has children %q, want the node alone", n.pid, children)
-	}
-	node, _ := strconv.Atoi(f[0])
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("kura dev: %v", err)
-	}
-	if state := procState(node); state != "" && state != "Z" {
-		t.Fatalf("the node (pid %d) is still running (state %s) after kura dev stopped", node, state)
-	}
-}
-
-// procState returns the state letter of process pid (Z for a zombie), or "" when there
-// is no such process.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
 }
 
 func TestWrapperForPicksTheEnginesOwnThenThePlainOne(t *testing.T) {
