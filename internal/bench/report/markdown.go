@@ -105,7 +105,8 @@ func (m *mdReport) errors() {
 			lines = append(lines, fmt.Sprintf("> - `%s` %s %s: %s of %s operations failed (%s)",
 				m.names[i], r.Workload, r.Phase, groupDigits(r.Errors), groupDigits(r.Ops), percent(r.Errors, r.Ops)))
 			for _, e := range r.ErrorSamples {
-				lines = append(lines, fmt.Sprintf(">   - %s: `%s`", groupDigits(e.Count), strings.ReplaceAll(e.Message, "`", "'")))
+				msg := strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(e.Message) // one line of code span
+				lines = append(lines, fmt.Sprintf(">   - %s: `%s`", groupDigits(e.Count), msg))
 			}
 		}
 	}
