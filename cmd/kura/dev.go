@@ -297,9 +297,10 @@ func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
 // wrapper alone once left B+tree nodes running, holding their ports.
 func stopDev(nodes []*devNode, timeout time.Duration) {
 	trees := make([][]int, len(nodes))
+	children := childrenByParent()
 	for i, n := range nodes {
 		if n.cmd != nil && n.cmd.Process != nil {
-			trees[i] = processTree(n.cmd.Process.Pid)
+			trees[i] = processTree(children, n.cmd.Process.Pid)
 			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
@@ -326,8 +327,8 @@ func stopDev(nodes []*devNode, timeout time.Duration) {
 	}
 }
 
-// processTree returns pid and every descendant of it, from /proc.
-func processTree(pid int) []int {
+// childrenByParent maps every process's parent to its children, from /proc.
+func childrenByParent() map[int][]int {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -341,6 +342,11 @@ func processTree(pid int) []int {
 			}
 		}
 	}
+	return children
+}
+
+// processTree returns pid and every descendant of it in children (childrenByParent).
+func processTree(children map[int][]int, pid int) []int {
 	tree := []int{pid}
 	for i := 0; i < len(tree); i++ {
 		tree = append(tree, children[tree[i]]...)
