@@ -156,7 +156,7 @@ func TestDevClusterSurvivesSIGKILLOfANodeUnderQuorumWrites(t *testing.T) {
 			t.Fatalf("10 s after start: %s", strings.Join(short, "; "))
 		}
 	}
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + n1.port, Protocol: 2, MaxRetries: -1})
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + n1.port, MaxRetries: -1})
 	defer client.Close()
 
 	// Writers at QUORUM (the default) record every acknowledged write.
@@ -364,7 +364,7 @@ func survivesSIGKILLOfEachRole(t *testing.T, extra ...string) {
 	}
 	var clients []*redis.Client
 	for _, name := range []string{"host1-lsm", "host2-btree"} { // coordinators never killed
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + nodes[name].port, Protocol: 2, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + nodes[name].port, MaxRetries: -1})
 		defer c.Close()
 		clients = append(clients, c)
 	}

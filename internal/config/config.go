@@ -174,7 +174,7 @@ func Default() Config {
 func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Engine, "engine", c.Engine, "storage engine: lsm (write-optimized, pebble), btree (read-optimized, bbolt) or memory (in-memory)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory holding the node's data; created if missing, locked while the node runs")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the Redis-protocol (RESP2) listener")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the Redis-protocol (RESP2 and RESP3) listener")
 	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin HTTP listener (/metrics, /healthz); empty disables it")
 	fs.StringVar(&c.Password, "password", c.Password, "password clients must give with AUTH; empty means no authentication")
 	fs.StringVar(&c.Durability, "durability", c.Durability, "sync: a write is acknowledged once fsynced (concurrent writers share one fsync); periodic: fsync every --sync-interval, a machine crash may lose that interval's acknowledged writes")

@@ -90,9 +90,9 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 		t.Fatalf("/cluster: %v %+v", err, st)
 	}
 	ctx := context.Background()
-	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 	defer c1.Close()
-	c2 := redis.NewClient(&redis.Options{Addr: n2.Addr(), Protocol: 2})
+	c2 := redis.NewClient(&redis.Options{Addr: n2.Addr()})
 	defer c2.Close()
 	if err := c1.Set(ctx, "k", "v1", 0).Err(); err != nil {
 		t.Fatal(err)

@@ -138,7 +138,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	n1, n2, n3, cfg2, cfg3 := startHeteroTrio(t)
 	defer n1.Shutdown(ctx)
 	var err error
-	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 	defer c1.Close()
 	const keys = 300
 	for i := range keys {
@@ -206,7 +206,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 			t.Fatal("n1's replica set does not mark n3 refilling")
 		}
 	}
-	c3 := redis.NewClient(&redis.Options{Addr: n3.Addr(), Protocol: 2})
+	c3 := redis.NewClient(&redis.Options{Addr: n3.Addr()})
 	defer c3.Close()
 	for name, c := range map[string]*redis.Client{"n1": c1, "n3": c3} {
 		if v, err := getRetryingUnavailable(ctx, c, "x"); err != nil || v != "acknowledged" {
@@ -260,7 +260,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.state.Load().members[id2].Up })
-	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr(), Protocol: 2})
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 	defer c1.Close()
 	const keys = 200
 	for i := range keys {

@@ -88,17 +88,21 @@ func (h *Handler) authenticate(user, pass []byte) bool {
 	return subtle.ConstantTimeCompare(pass, []byte(h.cfg.Password)) == 1
 }
 
-// HELLO [protover [AUTH username password] [SETNAME clientname]]. kura speaks RESP2 only,
-// so HELLO 3 gets -NOPROTO and clients such as go-redis fall back to RESP2.
+// HELLO [protover [AUTH username password] [SETNAME clientname]] switches the connection to
+// RESP2 or RESP3 and describes the server, in the protocol just chosen. Without protover it
+// keeps the connection's protocol. The switch, the name and the authentication take effect
+// only when the whole command is valid, as in Redis.
 func cmdHello(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	p := s.proto
 	if len(args) >= 2 {
 		v, ok := parseInt(args[1])
 		if !ok {
 			return appendErr(dst, "ERR Protocol version is not an integer or out of range")
 		}
-		if v != 2 {
+		if v != int64(resp2) && v != int64(resp3) {
 			return appendErr(dst, errNoProto)
 		}
+		p = proto(v)
 	}
 	user, pass, name, dst, ok := parseHelloOptions(dst, args)
 	if !ok {
@@ -116,10 +120,11 @@ func cmdHello(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if name != nil {
 		s.name = string(name)
 	}
-	dst = appendArray(dst, 14)
+	s.proto = p
+	dst = p.appendMap(dst, 7)
 	dst = appendBulkString(appendBulkString(dst, "server"), "kura")
 	dst = appendBulkString(appendBulkString(dst, "version"), h.cfg.Version)
-	dst = appendInt(appendBulkString(dst, "proto"), 2)
+	dst = appendInt(appendBulkString(dst, "proto"), int64(p))
 	dst = appendInt(appendBulkString(dst, "id"), s.id)
 	dst = appendBulkString(appendBulkString(dst, "mode"), "standalone")
 	dst = appendBulkString(appendBulkString(dst, "role"), "master")
@@ -193,7 +198,7 @@ func clientSetName(_ *Handler, dst []byte, args [][]byte, s *Session) []byte {
 
 func clientGetName(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte {
 	if s.name == "" {
-		return appendNull(dst)
+		return s.proto.appendNull(dst)
 	}
 	return appendBulkString(dst, s.name)
 }
@@ -222,8 +227,8 @@ func clientInfo(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte {
 	var b strings.Builder
 	b.WriteString("id=" + strconv.FormatInt(s.id, 10))
 	b.WriteString(" addr=" + s.addr + " name=" + s.name + " db=0")
-	b.WriteString(" lib-name=" + s.libName + " lib-ver=" + s.libVer + "\n")
-	return appendBulkString(dst, b.String())
+	b.WriteString(" lib-name=" + s.libName + " lib-ver=" + s.libVer + " resp=" + strconv.Itoa(int(s.proto)) + "\n")
+	return s.proto.appendVerbatim(dst, b.String())
 }
 
 // CONFIG GET parameter [parameter ...] answers the few parameters tools read at startup
@@ -246,7 +251,7 @@ var configSubs = []subcommand{
 	}},
 }
 
-func configGet(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func configGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	params := h.configParams()
 	var out []string
 	for _, p := range params {
@@ -257,7 +262,7 @@ func configGet(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
 			}
 		}
 	}
-	dst = appendArray(dst, len(out))
+	dst = s.proto.appendMap(dst, len(out)/2)
 	for _, v := range out {
 		dst = appendBulkString(dst, v)
 	}

@@ -82,7 +82,7 @@ func commandArgs() map[string][]cmdArg {
 }
 
 // appendArgs writes argument maps as COMMAND DOCS does (flat arrays in RESP2).
-func appendArgs(dst []byte, args []cmdArg) []byte {
+func (p proto) appendArgs(dst []byte, args []cmdArg) []byte {
 	dst = appendArray(dst, len(args))
 	for _, a := range args {
 		var flags []string
@@ -102,7 +102,7 @@ func appendArgs(dst []byte, args []cmdArg) []byte {
 		if len(a.args) > 0 {
 			n++
 		}
-		dst = appendArray(dst, 2*n)
+		dst = p.appendMap(dst, n)
 		dst = appendBulkString(appendBulkString(dst, "name"), a.name)
 		dst = appendBulkString(appendBulkString(dst, "type"), a.typ)
 		if a.token != "" {
@@ -115,7 +115,7 @@ func appendArgs(dst []byte, args []cmdArg) []byte {
 			}
 		}
 		if len(a.args) > 0 {
-			dst = appendArgs(appendBulkString(dst, "arguments"), a.args)
+			dst = p.appendArgs(appendBulkString(dst, "arguments"), a.args)
 		}
 	}
 	return dst

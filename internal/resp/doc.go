@@ -1,16 +1,26 @@
-// Package resp is kura's Redis-protocol front end: it speaks RESP2 to redis-cli,
+// Package resp is kura's Redis-protocol front end: it speaks RESP2 and RESP3 to redis-cli,
 // redis-benchmark and Redis client libraries and maps Redis strings and hashes onto kura
 // rows.
 //
 // The package has two layers. Handler holds every command's semantics in plain synchronous
-// code: it takes an argument vector and a per-connection Session and appends the RESP2
-// reply to a byte slice, reading and writing through the small Store interface and taking
+// code: it takes an argument vector and a per-connection Session and appends the reply
+// to a byte slice, reading and writing through the small Store interface and taking
 // time from an injected *hlc.Clock. Tests drive it without sockets (testdata/*.txt are
 // transcripts). Server is the thin driver: it owns the listener, one goroutine per
 // connection, the limits that protect the process, graceful shutdown and metrics. It uses
 // redcon's RESP reader (which also understands inline, telnet-style commands) and redcon's
 // reply encoders, but not redcon.Server, whose Close neither waits for running handlers nor
 // lets them flush their replies, and which has no connection or request-size limits.
+//
+// # Protocols
+//
+// A connection speaks RESP2 until it sends HELLO 3, and RESP2 again after HELLO 2; the
+// choice is the Session's. Requests are read the same way in both. Replies differ only
+// where Redis 7's do, through the proto type's methods: "no value" is RESP3's null (_)
+// rather than RESP2's null bulk string; HGETALL, CONFIG GET, HELLO and COMMAND DOCS reply
+// with maps rather than flat arrays; INFO and CLIENT INFO with verbatim text. No command
+// kura has returns a double, a boolean, a set or a push in Redis, so kura writes none of
+// those types. redis-py 8 and go-redis 9 ask for RESP3 by default.
 //
 // # Data model
 //
@@ -53,8 +63,7 @@
 //
 // Only db 0 exists. DBSIZE and INFO keyspace report the store's row estimate (which may
 // count deleted rows until they are purged) and INFO says whether it is exact. HGETALL
-// returns fields sorted by name. HELLO 3 is refused with -NOPROTO so clients stay on RESP2.
-// COMMAND returns Redis 7's entries without key specs, tips or subcommand entries.
+// returns fields sorted by name. COMMAND returns Redis 7's entries without key specs, tips or subcommand entries.
 //
 // # Errors
 //

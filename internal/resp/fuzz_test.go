@@ -60,6 +60,12 @@ func FuzzHandler(f *testing.F) {
 	f.Add([]byte{11, 3, 3, 1, 4, 2, 0xfe, 15, 3, 0xfe, 16, 3, 3, 0xfe, 6, 3, 7})
 	f.Add([]byte{25, 11, 22, 24, 25, 23, 0x81, 'x', 0xfe, 26, 26, 0xfe, 27, 30})
 	f.Add([]byte{200, 0x83, 'a', '\r', '\n'})
+	// HELLO 3, then the commands whose RESP3 replies differ from RESP2's.
+	h := newHandlerEnv(f, Config{}).h
+	id := func(name string) byte { return byte(h.byName[name].id) }
+	f.Add([]byte{id("hello"), 11, 0xfe, id("hset"), 1, 3, 2, 0xfe, id("hgetall"), 1, 0xfe, id("hmget"), 1, 3, 4,
+		0xfe, id("mget"), 1, 2, 0xfe, id("info"), 0xfe, id("client"), 32, 0xfe, id("config"), 20, 35,
+		0xfe, id("command"), 30, 20, 0xfe, id("hello"), 10, 0xfe, id("get"), 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := Config{MaxKeyBytes: 12, MaxValueBytes: 16, MaxArgs: 10}
 		if len(data) > 0 && data[0]&1 == 1 {

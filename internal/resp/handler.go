@@ -50,6 +50,7 @@ type Session struct {
 	addr    string // remote address, set by the Server
 	authed  bool
 	quit    bool
+	proto   proto // the RESP version of its replies, RESP2 until HELLO 3
 	name    string
 	libName string
 	libVer  string
@@ -69,14 +70,14 @@ type Session struct {
 // NewSession returns the state of a new connection. It starts authenticated when no
 // password is configured.
 func (h *Handler) NewSession() *Session {
-	return &Session{id: h.nextID.Add(1), authed: h.cfg.Password == ""}
+	return &Session{id: h.nextID.Add(1), authed: h.cfg.Password == "", proto: resp2}
 }
 
 // Quit reports whether the client sent QUIT: the driver sends the reply, then closes.
 func (s *Session) Quit() bool { return s.quit }
 
-// Do executes one command (args[0] is its name, in any case) and appends its RESP2 reply
-// to dst. It writes exactly one reply for every input, errors included; args must not be
+// Do executes one command (args[0] is its name, in any case) and appends its reply to dst,
+// in the session's protocol (RESP2 unless the client switched with HELLO 3). It writes exactly one reply for every input, errors included; args must not be
 // modified while Do runs, and Do does not keep them.
 func (h *Handler) Do(dst []byte, args [][]byte, s *Session) []byte {
 	if len(args) == 0 {

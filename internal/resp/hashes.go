@@ -123,7 +123,7 @@ func cmdHGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if c := hashCell(&r, s.column(args[2]), now); c != nil {
 		return appendBulk(dst, c.Value)
 	}
-	return appendNull(dst)
+	return s.proto.appendNull(dst)
 }
 
 // column returns the column name of field f in the session's buffer, valid until the
@@ -145,13 +145,14 @@ func cmdHMGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		if c := hashCell(&r, s.column(f), now); c != nil {
 			dst = appendBulk(dst, c.Value)
 		} else {
-			dst = appendNull(dst)
+			dst = s.proto.appendNull(dst)
 		}
 	}
 	return dst
 }
 
-// HGETALL key replies field, value, field, value... sorted by field name.
+// HGETALL key replies with a map of field to value (RESP2: field, value, field, value...),
+// sorted by field name.
 func cmdHGetAll(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	now := h.now()
 	r, dst, ok := h.readHash(s, dst, args[1], now)
@@ -164,7 +165,7 @@ func cmdHGetAll(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 			n++
 		}
 	}
-	dst = appendArray(dst, 2*n)
+	dst = s.proto.appendMap(dst, n)
 	for i := range r.Cells {
 		if c := &r.Cells[i]; isField(c.Name) && c.Live(now) {
 			dst = appendBulk(dst, c.Name[1:])

@@ -59,12 +59,12 @@ func (h *Handler) commandsNamed(args [][]byte) []*command {
 	return out
 }
 
-func commandInfo(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func commandInfo(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	cmds := h.commandsNamed(args[2:])
 	dst = appendArray(dst, len(cmds))
 	for _, c := range cmds {
 		if c == nil {
-			dst = appendNull(dst)
+			dst = s.proto.appendNull(dst)
 			continue
 		}
 		dst = appendCommandInfo(dst, c)
@@ -118,34 +118,34 @@ func (c *command) categories() []string {
 	return append(out, "@slow")
 }
 
-// commandDocs replies with a flat map of name to docs: summary, since, group, complexity
-// and, for commands that take any, arguments.
-func commandDocs(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+// commandDocs replies with a map of name to docs, each a map of summary, since, group,
+// complexity and, for commands that take any, arguments (flat arrays in RESP2).
+func commandDocs(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	var cmds []*command
 	for _, c := range h.commandsNamed(args[2:]) {
 		if c != nil {
 			cmds = append(cmds, c)
 		}
 	}
-	dst = appendArray(dst, 2*len(cmds))
+	dst = s.proto.appendMap(dst, len(cmds))
 	for _, c := range cmds {
 		dst = appendBulkString(dst, c.name)
 		args, hasArgs := h.docArgs[c.name]
-		dst = appendArray(dst, 8+2*int(b2i(hasArgs)))
+		dst = s.proto.appendMap(dst, 4+int(b2i(hasArgs)))
 		for _, kv := range [...][2]string{
 			{"summary", c.summary}, {"since", c.since}, {"group", c.group}, {"complexity", c.complexity},
 		} {
 			dst = appendBulkString(appendBulkString(dst, kv[0]), kv[1])
 		}
 		if hasArgs {
-			dst = appendArgs(appendBulkString(dst, "arguments"), args)
+			dst = s.proto.appendArgs(appendBulkString(dst, "arguments"), args)
 		}
 	}
 	return dst
 }
 
 // INFO [section ...]
-func cmdInfo(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
+func cmdInfo(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
@@ -164,7 +164,7 @@ func cmdInfo(h *Handler, dst []byte, args [][]byte, _ *Session) []byte {
 			b.WriteString(f.Key + ":" + f.Value + "\r\n")
 		}
 	}
-	return appendBulkString(dst, b.String())
+	return s.proto.appendVerbatim(dst, b.String())
 }
 
 // infoSections gathers INFO's sections: Redis's usual ones, then the node's own.

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/redcon"
@@ -30,7 +31,6 @@ func appendErrf(dst []byte, format string, a ...any) []byte {
 }
 
 func appendOK(dst []byte) []byte           { return redcon.AppendOK(dst) }
-func appendNull(dst []byte) []byte         { return redcon.AppendNull(dst) }
 func appendInt(dst []byte, n int64) []byte { return redcon.AppendInt(dst, n) }
 func appendBulk(dst, b []byte) []byte      { return redcon.AppendBulk(dst, b) }
 func appendBulkString(dst []byte, s string) []byte {
@@ -44,6 +44,48 @@ func appendNotInt(dst []byte) []byte           { return appendErr(dst, errNotInt
 func appendSyntaxErr(dst []byte) []byte        { return appendErr(dst, errSyntax) }
 func appendExpireErr(dst []byte, cmd string) []byte {
 	return appendErrf(dst, "ERR invalid expire time in '%s' command", cmd)
+}
+
+// proto is the RESP version a connection speaks: 2 (the default) or 3, chosen by HELLO.
+// Replies whose RESP3 form differs from RESP2's go through its methods; everything else
+// (simple strings, errors, integers, bulk strings, arrays) is the same in both.
+type proto uint8
+
+const (
+	resp2 proto = 2
+	resp3 proto = 3
+)
+
+// appendNull writes "no value": RESP2's null bulk string, RESP3's null.
+func (p proto) appendNull(dst []byte) []byte {
+	if p == resp3 {
+		return append(dst, "_\r\n"...)
+	}
+	return redcon.AppendNull(dst)
+}
+
+// appendMap writes the header of a map of n key-value pairs: RESP3's map, or RESP2's flat
+// array of 2n elements. The caller then writes n keys, each followed by its value.
+func (p proto) appendMap(dst []byte, n int) []byte {
+	if p == resp3 {
+		dst = append(dst, '%')
+		dst = strconv.AppendInt(dst, int64(n), 10)
+		return append(dst, '\r', '\n')
+	}
+	return redcon.AppendArray(dst, 2*n)
+}
+
+// appendVerbatim writes human-readable text (INFO, CLIENT INFO): RESP3's verbatim string
+// of format "txt", which clients show as it is, or RESP2's bulk string.
+func (p proto) appendVerbatim(dst []byte, text string) []byte {
+	if p != resp3 {
+		return redcon.AppendBulkString(dst, text)
+	}
+	dst = append(dst, '=')
+	dst = strconv.AppendInt(dst, int64(len(text)+4), 10)
+	dst = append(dst, "\r\ntxt:"...)
+	dst = append(dst, text...)
+	return append(dst, '\r', '\n')
 }
 
 func b2i(b bool) int64 {

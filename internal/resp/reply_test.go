@@ -8,19 +8,21 @@ import (
 	"strings"
 )
 
-// reply is a decoded RESP2 reply, for checking and printing what the handler wrote.
+// reply is a decoded RESP2 or RESP3 reply, for checking and printing what the handler
+// wrote.
 type reply struct {
-	kind  byte // '+', '-', ':', '$' or '*'
+	kind  byte // '+', '-', ':', '$', '*', or RESP3's '_' (null), '%' (map), '=' (verbatim)
 	str   string
 	num   int64
 	null  bool
-	elems []reply
+	elems []reply // an array's elements; a map's keys and values, alternating
 }
 
 var errBadReply = errors.New("malformed reply")
 
-// parseReply decodes exactly one RESP2 reply from the front of b, strictly: every line
-// ends in CRLF, simple strings and errors hold no CR or LF, lengths match.
+// parseReply decodes exactly one reply from the front of b, strictly: every line ends in
+// CRLF, simple strings and errors hold no CR or LF, lengths match, a verbatim string has a
+// three-letter format. Of RESP3's types it knows those kura writes.
 func parseReply(b []byte) (reply, []byte, error) {
 	line, rest, ok := bytes.Cut(b, []byte("\r\n"))
 	if !ok || len(line) == 0 || bytes.IndexByte(line, '\n') >= 0 || bytes.IndexByte(line, '\r') >= 0 {
@@ -38,12 +40,28 @@ func parseReply(b []byte) (reply, []byte, error) {
 		return r, rest, err
 	case '$':
 		return parseBulk(r, body, rest)
-	case '*':
+	case '=':
+		r, rest, err := parseBulk(r, body, rest)
+		if err == nil && (r.null || len(r.str) < 4 || r.str[3] != ':') {
+			return r, nil, fmt.Errorf("%w: verbatim string %q", errBadReply, r.str)
+		}
+		r.str = r.str[min(4, len(r.str)):]
+		return r, rest, err
+	case '_':
+		r.null = true
+		if body != "" {
+			return r, nil, fmt.Errorf("%w: null with a body %q", errBadReply, body)
+		}
+		return r, rest, nil
+	case '*', '%':
 		n, err := strconv.Atoi(body)
-		if err != nil || n < -1 {
-			return r, nil, fmt.Errorf("%w: array length %q", errBadReply, body)
+		if err != nil || n < -1 || (n == -1 && r.kind == '%') {
+			return r, nil, fmt.Errorf("%w: aggregate length %q", errBadReply, body)
 		}
 		r.null = n == -1
+		if r.kind == '%' {
+			n *= 2
+		}
 		for range max(n, 0) {
 			var e reply
 			if e, rest, err = parseReply(rest); err != nil {
@@ -71,7 +89,8 @@ func parseBulk(r reply, body string, rest []byte) (reply, []byte, error) {
 	return r, rest[n+2:], nil
 }
 
-// render prints a reply as redis-cli does.
+// render prints a reply as redis-cli does, RESP3's maps as "1# key => value"; unlike
+// redis-cli it prints RESP3's null as "(null)", so that transcripts tell it from RESP2's.
 func render(r reply) string {
 	var b strings.Builder
 	renderTo(&b, r, "")
@@ -86,12 +105,30 @@ func renderTo(b *strings.Builder, r reply, indent string) {
 		b.WriteString("(error) " + r.str)
 	case r.kind == ':':
 		fmt.Fprintf(b, "(integer) %d", r.num)
+	case r.kind == '_':
+		b.WriteString("(null)")
 	case r.null:
 		b.WriteString("(nil)")
 	case r.kind == '$':
 		b.WriteString(strconv.Quote(r.str))
+	case r.kind == '=':
+		b.WriteString("(verbatim) " + strconv.Quote(r.str))
+	case len(r.elems) == 0 && r.kind == '%':
+		b.WriteString("(empty hash)")
 	case len(r.elems) == 0:
 		b.WriteString("(empty array)")
+	case r.kind == '%':
+		w := len(strconv.Itoa(len(r.elems) / 2))
+		for i := 0; i < len(r.elems); i += 2 {
+			if i > 0 {
+				b.WriteString("\n" + indent)
+			}
+			prefix := fmt.Sprintf("%*d# ", w, i/2+1)
+			b.WriteString(prefix)
+			renderTo(b, r.elems[i], indent+strings.Repeat(" ", len(prefix)))
+			b.WriteString(" => ")
+			renderTo(b, r.elems[i+1], indent+strings.Repeat(" ", len(prefix)+4))
+		}
 	default:
 		w := len(strconv.Itoa(len(r.elems)))
 		for i, e := range r.elems {

@@ -147,10 +147,16 @@ func check(t *testing.T, what string, got, want any) {
 }
 
 func TestServerServesGoRedis(t *testing.T) {
+	for _, protocol := range []int{2, 3} { // go-redis's default is 3: HELLO 3, then RESP3
+		t.Run(fmt.Sprintf("resp%d", protocol), func(t *testing.T) { testGoRedis(t, protocol) })
+	}
+}
+
+func testGoRedis(t *testing.T, protocol int) {
 	checkLeaks(t)
 	ts := startServer(t, Config{})
 	ctx := context.Background()
-	c := ts.client(t, nil) // Protocol 3 by default: HELLO 3 must fall back to RESP2
+	c := ts.client(t, &redis.Options{Protocol: protocol})
 	check(t, "ping", c.Ping(ctx).Val(), "PONG")
 	check(t, "set", c.Set(ctx, "a", "1", 0).Err(), nil)
 	check(t, "get", c.Get(ctx, "a").Val(), "1")
@@ -162,7 +168,10 @@ func TestServerServesGoRedis(t *testing.T) {
 	check(t, "del", c.Del(ctx, "a", "nope").Val(), 1)
 	check(t, "hset", c.HSet(ctx, "h", "f1", "v1", "f2", "v2").Val(), 2)
 	check(t, "hgetall", c.HGetAll(ctx, "h").Val(), map[string]string{"f1": "v1", "f2": "v2"})
+	check(t, "hgetall missing", c.HGetAll(ctx, "nope").Val(), map[string]string{})
 	check(t, "hmget", c.HMGet(ctx, "h", "f2", "zz").Val(), []any{"v2", nil})
+	_, err = c.HGet(ctx, "h", "zz").Result()
+	check(t, "hget missing", err, redis.Nil)
 	check(t, "hdel", c.HDel(ctx, "h", "f1").Val(), 1)
 	check(t, "hlen", c.HLen(ctx, "h").Val(), 1)
 	check(t, "hexists", c.HExists(ctx, "h", "f2").Val(), true)
@@ -170,8 +179,29 @@ func TestServerServesGoRedis(t *testing.T) {
 	check(t, "get hash", err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"), true)
 	info := c.Do(ctx, "CLIENT", "INFO").String()
 	check(t, "go-redis sent CLIENT SETINFO", strings.Contains(info, "lib-name=go-redis"), true)
+	check(t, "connection's protocol", strings.Contains(info, fmt.Sprintf("resp=%d", protocol)), true)
+	check(t, "config get", c.ConfigGet(ctx, "maxclients").Val(), map[string]string{"maxclients": "10000"})
 	check(t, "dbsize", c.DBSize(ctx).Val(), 4)
 	check(t, "info", strings.Contains(c.Info(ctx, "keyspace").Val(), "db0:keys=4"), true)
+	// HELLO without a version describes the connection: a map in RESP3, a flat array in
+	// RESP2.
+	hello, err := c.Do(ctx, "HELLO").Result()
+	check(t, "hello", err, nil)
+	fields := map[string]any{}
+	switch h := hello.(type) {
+	case map[any]any:
+		check(t, "hello is a map", protocol, 3)
+		for k, v := range h {
+			fields[fmt.Sprint(k)] = v
+		}
+	case []any:
+		check(t, "hello is an array", protocol, 2)
+		for i := 0; i+1 < len(h); i += 2 {
+			fields[fmt.Sprint(h[i])] = h[i+1]
+		}
+	}
+	check(t, "hello's protocol", fields["proto"], protocol)
+	check(t, "hello's server", fields["server"], "kura")
 }
 
 func TestServerExpiry(t *testing.T) {
@@ -413,7 +443,7 @@ func TestServerMetrics(t *testing.T) {
 	check(t, "over the limit", r, "(error) ERR max number of clients reached")
 
 	m := gatherMetrics(t, reg)
-	check(t, "HELLO 3 refused", m[`kura_resp_requests_total{command="hello",result="error"}`], 1)
+	check(t, "HELLO 3", m[`kura_resp_requests_total{command="hello",result="ok"}`], 1)
 	check(t, "CLIENT SETINFO", m[`kura_resp_requests_total{command="client",result="ok"}`], 2)
 	check(t, "set", m[`kura_resp_requests_total{command="set",result="ok"}`], 1)
 	check(t, "unknown", m[`kura_resp_requests_total{command="unknown",result="error"}`], 1)

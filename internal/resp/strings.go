@@ -21,7 +21,7 @@ func cmdGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if kindOf(&r, now) != kindNone {
 		return appendWrongType(dst)
 	}
-	return appendNull(dst)
+	return s.proto.appendNull(dst)
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts-ms|KEEPTTL]
@@ -55,7 +55,7 @@ func cmdSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		return dst
 	}
 	if o.get {
-		return appendOld(dst, old)
+		return s.proto.appendOld(dst, old)
 	}
 	return appendOK(dst)
 }
@@ -75,9 +75,9 @@ func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, ex
 	old = stringCell(&r, now)
 	if (o.nx && k != kindNone) || (o.xx && k == kindNone) {
 		if !o.get {
-			return nil, 0, appendNull(dst), false
+			return nil, 0, s.proto.appendNull(dst), false
 		}
-		return nil, 0, appendOld(dst, old), false
+		return nil, 0, s.proto.appendOld(dst, old), false
 	}
 	if o.keepTTL {
 		expiresAt = keyExpiry(&r, k, now)
@@ -86,9 +86,9 @@ func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, ex
 }
 
 // appendOld replies with SET GET's previous value, or nil.
-func appendOld(dst []byte, old *row.Cell) []byte {
+func (p proto) appendOld(dst []byte, old *row.Cell) []byte {
 	if old == nil {
-		return appendNull(dst)
+		return p.appendNull(dst)
 	}
 	return appendBulk(dst, old.Value)
 }
@@ -153,7 +153,7 @@ func cmdMGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		if c := stringCell(&r, now); c != nil {
 			dst = appendBulk(dst, c.Value)
 		} else {
-			dst = appendNull(dst)
+			dst = s.proto.appendNull(dst)
 		}
 	}
 	return dst

@@ -7,18 +7,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kuradb/kura/internal/bench"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/node"
+	"github.com/kuradb/kura/internal/redistest"
 )
 
 // startKura starts a real single kura node with the memory engine on loopback.
@@ -37,35 +34,7 @@ func startKura(t *testing.T) string {
 
 // startRedis starts a redis-server on a free loopback port, or skips when it is not
 // installed.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed (apt-get install redis-server)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("redis-server did not start")
-	return ""
-}
+func startRedis(t *testing.T) string { return redistest.Start(t) }
 
 func TestWorkloadRunsCleanlyAgainstKuraAndRedis(t *testing.T) {
 	for name, start := range map[string]func(*testing.T) string{"kura": startKura, "redis-server": startRedis} {
