@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 )
 
@@ -40,7 +39,7 @@ type Member struct {
 	Host          string       `json:"host"`
 	Rack          string       `json:"rack"`
 	Engine        string       `json:"engine"`
-	Role          engine.Role  `json:"role"`
+	Role          ring.Role    `json:"role"`
 	ClientAddr    string       `json:"client_addr"`
 	InternodeAddr string       `json:"internode_addr"`
 	GossipAddr    string       `json:"gossip_addr"`

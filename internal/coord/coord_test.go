@@ -11,7 +11,6 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -81,7 +80,7 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 					r.Latency = d
 				}
 			}
-			for name, role := range map[string]engine.Role{"lsm": engine.WriteOptimized, "btree": engine.ReadOptimized, "memory": engine.InMemory} {
+			for name, role := range map[string]ring.Role{"lsm": ring.WriteOptimized, "btree": ring.ReadOptimized, "memory": ring.InMemory} {
 				if slices.Contains(f, name) {
 					r.Role = role
 				}
@@ -235,7 +234,7 @@ func (tr *transcript) respond(from ring.NodeID, errText, rowText string) (string
 		}
 		found := !r.IsEmpty()
 		if tr.digestOf[from] {
-			resp.Digest = Digest(r, found)
+			resp.Digest = row.Digest(r, found)
 		} else {
 			resp.Row, resp.Found = r, found
 		}
@@ -328,26 +327,5 @@ func TestParseLevelAndRequired(t *testing.T) {
 	}
 	if _, err := ParseLevel("LOCAL_QUORUM"); err == nil {
 		t.Error("LOCAL_QUORUM accepted")
-	}
-}
-
-// A replica that hashes a row's encoding (DigestEncoded) agrees with one that hashes the
-// row (Digest), found or not.
-func TestDigestOfAnEncodingIsTheRowsDigest(t *testing.T) {
-	rows := []row.Row{
-		{Cells: []row.Cell{{Name: []byte("a"), Value: []byte("x"), Timestamp: 5}}},
-		{Deleted: 3, Cells: []row.Cell{{Name: []byte("b"), Timestamp: 9, Tombstone: true}}},
-		{Cells: []row.Cell{{Name: []byte("c"), Value: []byte("y"), Timestamp: 7, ExpiresAt: 99}}},
-	}
-	for _, r := range rows {
-		if got, want := DigestEncoded(row.Encode(&r), true), Digest(r, true); got != want {
-			t.Errorf("row %v: DigestEncoded %x, Digest %x", r, got, want)
-		}
-		if DigestEncoded(row.Encode(&r), true) == DigestEncoded(nil, false) {
-			t.Errorf("row %v hashes like no row", r)
-		}
-	}
-	if DigestEncoded(nil, false) != Digest(rows[0], false) {
-		t.Error("no row hashes differently by the two functions")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 )
 
@@ -17,7 +16,7 @@ import (
 // Randomized; KURA_SEED repeats a run.
 func TestLoadAwareNeverAsksAReplicaFarSlowerThanASpare(t *testing.T) {
 	rng := seededRand(t)
-	roles := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
+	roles := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
 	for trial := range 20000 {
 		n := 2 + rng.IntN(4)
 		replicas := make([]Replica, n)

@@ -6,15 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 )
 
 // Replica is one member of a key's replica set as the coordinator sees it now.
 type Replica struct {
 	ID   ring.NodeID
-	Up   bool        // the failure detector's view; down replicas are not asked
-	Role engine.Role // the replica's engine role, for engine-aware policies
+	Up   bool      // the failure detector's view; down replicas are not asked
+	Role ring.Role // the replica's engine role, for engine-aware policies
 	// Refilling replicas take writes but are asked no reads and count toward no read
 	// level: an in-memory replica that restarted with less than it had acknowledged is
 	// pulling its rows back from its peers, and would answer "not found" for the rest.
@@ -196,12 +195,12 @@ func (EngineAware) Name() string { return "engine-aware" }
 
 // The orders in which EngineAware prefers roles: for writes, and for reads.
 var (
-	writeOrder = []engine.Role{engine.WriteOptimized, engine.InMemory, engine.ReadOptimized}
-	readOrder  = []engine.Role{engine.ReadOptimized, engine.InMemory, engine.WriteOptimized}
+	writeOrder = []ring.Role{ring.WriteOptimized, ring.InMemory, ring.ReadOptimized}
+	readOrder  = []ring.Role{ring.ReadOptimized, ring.InMemory, ring.WriteOptimized}
 )
 
 // rank returns r's place in order; roles not in it come last.
-func rank(order []engine.Role, r engine.Role) int {
+func rank(order []ring.Role, r ring.Role) int {
 	if i := slices.Index(order, r); i >= 0 {
 		return i
 	}
@@ -210,7 +209,7 @@ func rank(order []engine.Role, r engine.Role) int {
 
 // Synchronous reports whether EngineAware counts writes to a replica of role r from the
 // start; a write to any other replica is sent without waiting for it.
-func Synchronous(r engine.Role) bool { return r == engine.WriteOptimized || r == engine.InMemory }
+func Synchronous(r ring.Role) bool { return r == ring.WriteOptimized || r == ring.InMemory }
 
 // byRank returns the replicas stably sorted by key.
 func byRank(replicas []Replica, key func(Replica) int) []Replica {

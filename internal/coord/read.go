@@ -3,47 +3,10 @@ package coord
 import (
 	"slices"
 	"strings"
-	"sync"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
-
-// Digest is a replica's summary of a row: equal rows have equal digests. Replicas compute
-// it over the row as they would return it (expired cells already turned to tombstones):
-// XXH64 of the row's encoding, the same on every node and every platform.
-func Digest(r row.Row, found bool) uint64 {
-	if !found {
-		r = row.Row{}
-	}
-	bp := digestBuffers.Get().(*[]byte)
-	*bp = row.AppendEncode((*bp)[:0], &r)
-	sum := xxhash.Sum64(*bp)
-	if cap(*bp) <= maxPooledDigestBuffer {
-		digestBuffers.Put(bp)
-	}
-	return sum
-}
-
-// emptyRowDigest is the digest of a row not found.
-var emptyRowDigest = Digest(row.Row{}, false)
-
-// DigestEncoded is Digest of a row given as its encoding (row.AppendEncode), or of no row
-// when found is false.
-func DigestEncoded(enc []byte, found bool) uint64 {
-	if !found {
-		return emptyRowDigest
-	}
-	return xxhash.Sum64(enc)
-}
-
-// digestBuffers holds the encodings Digest hashes; a buffer that grew past
-// maxPooledDigestBuffer for a large row is left to the garbage collector.
-var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledDigestBuffer = 64 << 10
 
 // ReadResponse is one replica's answer to a SendRead.
 type ReadResponse struct {
@@ -235,13 +198,13 @@ func (rd *Read) progress() []Effect {
 		// One data read so far, or two when OnSlow asked a spare for the row of a late
 		// replica that then answered too.
 		d := rd.data[0].v
-		want := Digest(d.Row, d.Found)
+		want := row.Digest(d.Row, d.Found)
 		agree := true
 		for _, e := range rd.digests {
 			agree = agree && e.v == want
 		}
 		for _, e := range rd.data[1:] {
-			agree = agree && Digest(e.v.Row, e.v.Found) == want
+			agree = agree && row.Digest(e.v.Row, e.v.Found) == want
 		}
 		if agree {
 			return rd.reply(Reply{Row: d.Row, Found: d.Found})
@@ -276,10 +239,10 @@ func (rd *Read) resolve() []Effect {
 		}
 	}
 	found := !merged.IsEmpty()
-	want := Digest(merged, found)
+	want := row.Digest(merged, found)
 	var fx []Effect
 	for _, e := range rd.data {
-		if Digest(e.v.Row, e.v.Found) != want {
+		if row.Digest(e.v.Row, e.v.Found) != want {
 			rd.repairs.set(e.id, rd.mode == RepairBlocking)
 			fx = append(fx, SendWrite{To: e.id, Mutation: row.Mutation{Key: rd.key, Row: merged.Clone()}, Repair: true})
 		}

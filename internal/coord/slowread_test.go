@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -28,7 +27,7 @@ func TestReadWithSlowRepliesSeesQuorumWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []ring.NodeID{"l1", "b1", "m1"}
-	roles := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
+	roles := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
 	for i := range 20000 {
 		var replicas []Replica
 		stored := map[ring.NodeID]row.Row{}
@@ -78,7 +77,7 @@ func TestReadWithSlowRepliesSeesQuorumWrites(t *testing.T) {
 			case sr.To == failing:
 				resp.Err = errors.New("boom")
 			case sr.Digest:
-				resp.Digest = Digest(r, true)
+				resp.Digest = row.Digest(r, true)
 			default:
 				resp.Row, resp.Found = r.Clone(), true
 			}
@@ -90,7 +89,7 @@ func TestReadWithSlowRepliesSeesQuorumWrites(t *testing.T) {
 		if reply.Err != nil {
 			t.Fatalf("read %d (policy %T, missing %d, failing %q): %v", i, p, missing, failing, reply.Err)
 		}
-		if got := row.Merge(reply.Row, acked); !reply.Found || Digest(got, true) != Digest(reply.Row, true) {
+		if got := row.Merge(reply.Row, acked); !reply.Found || row.Digest(got, true) != row.Digest(reply.Row, true) {
 			t.Fatalf("read %d (policy %T, missing %d, failing %q): replied %v, lacking the acknowledged %v", i, p, missing, failing, reply.Row, acked)
 		}
 	}

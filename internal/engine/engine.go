@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kuradb/kura/internal/ring"
+
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -44,41 +46,13 @@ var (
 	ErrNoSpace = errors.New("engine: not enough free disk space")
 )
 
-// Role is what an engine is good at; the cluster's router sends each request to the
-// replicas whose role suits it.
-type Role uint8
-
-// The three engine roles of the paper (../shared/seeds/000, section 3).
-const (
-	RoleUnknown Role = iota
-	// WriteOptimized engines make writes sequential I/O at the cost of reads (an LSM).
-	WriteOptimized
-	// ReadOptimized engines keep one version of a row so reads touch one place (a B+tree).
-	ReadOptimized
-	// InMemory engines keep everything in RAM: fast at both, volatile.
-	InMemory
-)
-
-// String returns the role's name as used in configs, gossip and admin output.
-func (r Role) String() string {
-	switch r {
-	case WriteOptimized:
-		return "write-optimized"
-	case ReadOptimized:
-		return "read-optimized"
-	case InMemory:
-		return "in-memory"
-	}
-	return fmt.Sprintf("unknown-role(%d)", uint8(r))
-}
-
 // Engine stores rows by key. See the package comment for the concurrency, memory and
 // durability contract every method keeps.
 type Engine interface {
 	// Name is the engine's short name: "lsm", "btree" or "memory".
 	Name() string
 	// Role is the engine's role in a heterogeneous cluster.
-	Role() Role
+	Role() ring.Role
 
 	// Apply merges each mutation into the row stored under its key (see row.Merge) without
 	// the caller reading first. The batch is atomic: after a crash either all of it or none

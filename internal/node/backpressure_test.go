@@ -12,7 +12,6 @@ import (
 
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hint"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -149,7 +148,7 @@ func TestHintReplayTakesTheReplicasPace(t *testing.T) {
 	}
 	t.Cleanup(func() { hints.Close() })
 	c := &clusterNode{cfg: cfg, hints: hints, log: slog.New(slog.DiscardHandler),
-		metrics: newClusterMetrics(prometheus.NewRegistry(), hints, engine.WriteOptimized)}
+		metrics: newClusterMetrics(prometheus.NewRegistry(), hints, ring.WriteOptimized)}
 	const stored = 400
 	for i := range stored {
 		if err := hints.Add("n2", row.Mutation{Key: fmt.Appendf(nil, "k%d", i), Row: cell("v", 1)}, time.Now()); err != nil {

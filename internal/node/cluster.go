@@ -98,7 +98,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 		peers: map[ring.NodeID]*transport.Client{}, changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
 	// the internode server starts before that is decided.
-	c.handler.SetRefilling(eng.Role() == engine.InMemory)
+	c.handler.SetRefilling(eng.Role() == ring.InMemory)
 	var err error
 	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if saved, ok := view.Member(self.ID); ok && len(saved.Tokens) > 0 {
 		self.Tokens, self.Status = saved.Tokens, cluster.Normal
 		// An in-memory engine lost what it took since its last snapshot (see refill.go).
-		self.Refilling = eng.Role() == engine.InMemory
+		self.Refilling = eng.Role() == ring.InMemory
 	} else {
 		self.Status = cluster.Joining
 	}
@@ -513,7 +513,7 @@ func (c *clusterNode) lagging(id ring.NodeID) bool {
 // load is the data this node holds: on disk, or in memory for an in-memory engine.
 func (c *clusterNode) load() int64 {
 	s := c.handler.Engine.Stats()
-	if c.handler.Engine.Role() == engine.InMemory {
+	if c.handler.Engine.Role() == ring.InMemory {
 		return s.MemoryBytes
 	}
 	return s.DiskBytes

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/transport"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -35,7 +35,7 @@ type clusterMetrics struct {
 	readRepairs  prometheus.Counter
 	// sent[role][method]: requests this coordinator sent to replicas, by the replica's
 	// engine role (method 0 read, 1 write).
-	sent      [engine.InMemory + 1][2]prometheus.Counter
+	sent      [ring.InMemory + 1][2]prometheus.Counter
 	fallbacks *prometheus.CounterVec // op, reason
 	// overBudget: reads late past --read-fallback-after but not retried (retryBudget).
 	overBudget prometheus.Counter
@@ -43,7 +43,7 @@ type clusterMetrics struct {
 	quickSpares prometheus.Counter
 }
 
-func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine.Role) *clusterMetrics {
+func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role ring.Role) *clusterMetrics {
 	m := &clusterMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_requests_total",
 			Help: "Reads and writes this node coordinated, by outcome (ok, unavailable, timeout, error)."}, []string{"op", "result"}),
@@ -98,7 +98,7 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 		[]string{"role", "method"})
 	for r := range m.sent {
 		for k, method := range []string{"read", "write"} {
-			m.sent[r][k] = sent.WithLabelValues(engine.Role(r).String(), method)
+			m.sent[r][k] = sent.WithLabelValues(ring.Role(r).String(), method)
 		}
 	}
 	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_coordinator_fallbacks_total",
@@ -113,7 +113,7 @@ func newClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role engine
 }
 
 // sentTo records a request this coordinator sent to a replica of role.
-func (m *clusterMetrics) sentTo(role engine.Role, method uint16) {
+func (m *clusterMetrics) sentTo(role ring.Role, method uint16) {
 	if m == nil || int(role) >= len(m.sent) {
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/lazyctx"
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
@@ -236,13 +235,13 @@ func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, f
 }
 
 // roleOf returns the engine role of replica id in replicas.
-func roleOf(replicas []coord.Replica, id ring.NodeID) engine.Role {
+func roleOf(replicas []coord.Replica, id ring.NodeID) ring.Role {
 	for _, r := range replicas {
 		if r.ID == id {
 			return r.Role
 		}
 	}
-	return engine.RoleUnknown
+	return ring.RoleUnknown
 }
 
 // isLocal reports whether replica id is this node's own, called directly.
@@ -295,7 +294,7 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, 
 	run := newReadRun(s, ctx, key, replicas, 3*len(replicas))
 	// With a read fallback, a local read that may wait on a disk runs in a goroutine, so
 	// that the fallback's timer can fire meanwhile; an in-memory one never waits.
-	run.localAsync = s.readSlowAfter > 0 && roleOf(replicas, s.self) != engine.InMemory
+	run.localAsync = s.readSlowAfter > 0 && roleOf(replicas, s.self) != ring.InMemory
 	reply, done := run.effects(fx)
 	var slow <-chan time.Time
 	if s.readSlowAfter > 0 {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
@@ -48,8 +47,8 @@ func TestRecentWritesRememberAWindowInBoundedMemory(t *testing.T) {
 func TestLoadTrackerAnnotatesReplicaSets(t *testing.T) {
 	tr := newLoadTracker(nil)
 	now := time.Now()
-	set := []coord.Replica{{ID: "l", Role: engine.WriteOptimized, Up: true}, {ID: "b", Role: engine.ReadOptimized, Up: true},
-		{ID: "m", Role: engine.InMemory, Up: true}}
+	set := []coord.Replica{{ID: "l", Role: ring.WriteOptimized, Up: true}, {ID: "b", Role: ring.ReadOptimized, Up: true},
+		{ID: "m", Role: ring.InMemory, Up: true}}
 	tr.observe("b", 8*time.Millisecond, now)
 	for range 40 {
 		tr.observe("m", time.Millisecond, now)
@@ -139,8 +138,8 @@ func TestLoadAwareTimesReadsNotWrites(t *testing.T) {
 func TestLoadTrackerMarksHintedReplicasLagging(t *testing.T) {
 	held := map[ring.NodeID]bool{"b": true}
 	tr := newLoadTracker(func(id ring.NodeID) bool { return held[id] })
-	set := []coord.Replica{{ID: "l", Role: engine.WriteOptimized, Up: true}, {ID: "b", Role: engine.ReadOptimized, Up: true},
-		{ID: "m", Role: engine.InMemory, Up: true}}
+	set := []coord.Replica{{ID: "l", Role: ring.WriteOptimized, Up: true}, {ID: "b", Role: ring.ReadOptimized, Up: true},
+		{ID: "m", Role: ring.InMemory, Up: true}}
 	got := tr.annotate([]byte("never written"), set, time.Now())
 	if !got[1].Lagging || got[0].Lagging || got[2].Lagging {
 		t.Fatalf("with hints held for b only b lags: %+v", got)
@@ -171,7 +170,7 @@ func (d delayedCaller) Go(ctx context.Context, m uint16, p []byte, done func([]b
 // memory) under policy, with replica wrapped answering through wrap.
 func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, wrap func(caller) caller) *testCluster {
 	c := newTestCluster(t, coord.Quorum)
-	c.setRoles(engine.WriteOptimized, engine.ReadOptimized, engine.InMemory)
+	c.setRoles(ring.WriteOptimized, ring.ReadOptimized, ring.InMemory)
 	peer := c.store.peer
 	c.store.peer = func(id ring.NodeID) (caller, error) {
 		p, err := peer(id)
@@ -188,8 +187,8 @@ func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, w
 }
 
 // setRoles gives n1, n2 and n3 the roles r1, r2 and r3, all up.
-func (c *testCluster) setRoles(r1, r2, r3 engine.Role) {
-	roles := map[ring.NodeID]engine.Role{"n1": r1, "n2": r2, "n3": r3}
+func (c *testCluster) setRoles(r1, r2, r3 ring.Role) {
+	roles := map[ring.NodeID]ring.Role{"n1": r1, "n2": r2, "n3": r3}
 	c.store.replicas = func([]byte) []coord.Replica {
 		var out []coord.Replica
 		for _, id := range []ring.NodeID{"n1", "n2", "n3"} {
@@ -341,7 +340,7 @@ func TestBehindSetTakesLiveMembersAnnouncements(t *testing.T) {
 // as never slow, so that every read waited for it.
 func TestLoadAwareReadsAvoidTheCoordinatorsOwnSlowReplica(t *testing.T) {
 	c := heteroTestCluster(t, coord.LoadAware{}, "", nil)
-	c.setRoles(engine.ReadOptimized, engine.WriteOptimized, engine.InMemory)
+	c.setRoles(ring.ReadOptimized, ring.WriteOptimized, ring.InMemory)
 	own := &slowLocal{localReplica: c.store.local}
 	c.store.local = own
 	for i := range 20 {

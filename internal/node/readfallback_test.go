@@ -9,7 +9,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
@@ -44,9 +43,9 @@ func TestReadFallbackAsksAnotherReplicaWhenOneIsLate(t *testing.T) {
 			}
 			c := heteroTestCluster(t, coord.EngineAware{}, wrapped, func(p caller) caller { return delayedCaller{p, late} })
 			if local {
-				c.setRoles(engine.ReadOptimized, engine.WriteOptimized, engine.InMemory)
+				c.setRoles(ring.ReadOptimized, ring.WriteOptimized, ring.InMemory)
 			}
-			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
+			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, ring.WriteOptimized)
 			c.store.readSlowAfter = fallback
 			own := &slowLocal{localReplica: c.store.local}
 			c.store.local = own
@@ -87,7 +86,7 @@ func TestReadFallbackAsksAnotherReplicaWhenOneIsLate(t *testing.T) {
 func TestReadFallbackStopsWhenTheRetryBudgetIsSpent(t *testing.T) {
 	const late = 300 * time.Millisecond
 	c := heteroTestCluster(t, coord.EngineAware{}, "n2", func(p caller) caller { return delayedCaller{p, late} })
-	c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
+	c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, ring.WriteOptimized)
 	c.store.readSlowAfter = 10 * time.Millisecond
 	if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
 		t.Fatal(err)
@@ -127,7 +126,7 @@ func TestReadFallbackPastTheBudgetAsksOnlyQuickSpares(t *testing.T) {
 			// n1 (the coordinator) is write-optimized, n2 read-optimized and late, n3
 			// in-memory: load-aware reads ask n2 and n3, with n1 to spare.
 			c := heteroTestCluster(t, coord.LoadAware{}, "n2", func(p caller) caller { return delayedCaller{p, late} })
-			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, engine.WriteOptimized)
+			c.store.metrics = newClusterMetrics(prometheus.NewRegistry(), nil, ring.WriteOptimized)
 			c.store.readSlowAfter = 20 * time.Millisecond
 			if err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}}); err != nil {
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/cluster"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -56,7 +55,7 @@ func refillTasks(r *ring.Ring, strategy ring.Strategy, rf int, self ring.NodeID)
 }
 
 func writeFirst(r *ring.Ring, id ring.NodeID) int {
-	if n, ok := r.Node(id); ok && n.Role == engine.WriteOptimized {
+	if n, ok := r.Node(id); ok && n.Role == ring.WriteOptimized {
 		return 0
 	}
 	return 1

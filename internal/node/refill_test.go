@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kuradb/kura/internal/config"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -28,7 +27,7 @@ func TestRefillTasksCoverExactlyTheRangesANodeReplicates(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	roles := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
+	roles := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
 	for trial := range 20 {
 		taken := map[ring.Token]bool{}
 		var nodes []ring.Node
@@ -74,8 +73,8 @@ func TestRefillTasksCoverExactlyTheRangesANodeReplicates(t *testing.T) {
 			}
 			if n, _ := r.Node(in[0].sources[0]); len(want) > 0 && slices.ContainsFunc(want, func(id ring.NodeID) bool {
 				m, _ := r.Node(id)
-				return m.Role == engine.WriteOptimized
-			}) && n.Role != engine.WriteOptimized {
+				return m.Role == ring.WriteOptimized
+			}) && n.Role != ring.WriteOptimized {
 				t.Fatalf("trial %d: sources %v do not start with the write-optimized replica", trial, in[0].sources)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/coord"
-	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
 )
 
 // slowWrites logs coordinated writes that took longer than after: when each replica's
@@ -71,7 +71,7 @@ func describeAnswers(tr *writeTrace, replicas []coord.Replica) string {
 			id = id[:8]
 		}
 		role := "replica"
-		if r.Role != engine.RoleUnknown {
+		if r.Role != ring.RoleUnknown {
 			role = r.Role.String()
 		}
 		what := "no answer by the reply"

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -95,7 +94,7 @@ func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
 		// A digest needs only a look at the row: no copy.
 		var resp wire.ReadResponse
 		err := v.View(ring.EngineKey(key), func(enc []byte, found bool) {
-			resp.Found, resp.Digest = found, coord.DigestEncoded(enc, found)
+			resp.Found, resp.Digest = found, row.DigestEncoded(enc, found)
 		})
 		if err != nil {
 			return wire.ReadResponse{}, fmt.Errorf("replica: %w", err)
@@ -108,7 +107,7 @@ func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
 	}
 	resp := wire.ReadResponse{Found: found, Row: r}
 	if digest {
-		resp.Digest = coord.Digest(r, found)
+		resp.Digest = row.Digest(r, found)
 	}
 	return resp, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/ring"
@@ -78,13 +77,13 @@ func TestReplicaAppliesWritesAndAnswersReadsAndDigests(t *testing.T) {
 	if !got.Found || string(got.Row.Cells[0].Value) != "new" {
 		t.Fatalf("read k1: %+v, want the newest cell", got)
 	}
-	if d := read("k1", true); d.Digest != coord.Digest(got.Row, true) {
-		t.Errorf("digest %x, want the digest of the row %x", d.Digest, coord.Digest(got.Row, true))
+	if d := read("k1", true); d.Digest != row.Digest(got.Row, true) {
+		t.Errorf("digest %x, want the digest of the row %x", d.Digest, row.Digest(got.Row, true))
 	}
 	if r := read("missing", false); r.Found {
 		t.Errorf("missing key found: %+v", r)
 	}
-	if d := read("missing", true); d.Digest != coord.Digest(row.Row{}, false) {
+	if d := read("missing", true); d.Digest != row.Digest(row.Row{}, false) {
 		t.Error("digest of a missing key differs from the empty row's")
 	}
 	// Stored keys are token-prefixed: the engine's order is the ring's.
@@ -183,7 +182,7 @@ func TestReplicaScansARangeInPages(t *testing.T) {
 		t.Fatalf("%d rows in %d pages, want %d rows", len(got), pages, len(want))
 	}
 	for k, r := range want {
-		if g, ok := got[k]; !ok || coord.Digest(g, true) != coord.Digest(r, true) {
+		if g, ok := got[k]; !ok || row.Digest(g, true) != row.Digest(r, true) {
 			t.Fatalf("%q: got %+v, want %+v", k, g, r)
 		}
 	}

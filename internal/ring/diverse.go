@@ -2,8 +2,6 @@ package ring
 
 import (
 	"slices"
-
-	"github.com/kuradb/kura/internal/engine"
 )
 
 // EngineDiverse is the heterogeneous cluster's placement (seed 000, section 3.1): walking
@@ -93,7 +91,7 @@ func (w *walker) all() []int {
 // holds no replica, until want roles are covered; it returns their positions.
 func (w *walker) greedyCover(want int) []int {
 	var chosen []int
-	var roles []engine.Role
+	var roles []Role
 	var hosts []string
 	for p := 0; len(chosen) < want; p++ {
 		i, ok := w.at(p)
@@ -160,7 +158,7 @@ func completable(r *Ring, chosen []int, rest []int, want int) bool {
 	if need == 0 {
 		return true
 	}
-	cands := map[engine.Role][]string{}
+	cands := map[Role][]string{}
 	for _, i := range rest {
 		if nd := r.nodes[i]; compatible(r, chosen, nd) {
 			cands[nd.Role] = addHost(cands[nd.Role], nd.Host, need)
@@ -182,8 +180,8 @@ func addHost(hosts []string, host string, limit int) []string {
 
 // matchRoles reports whether need of the roles in cands can each get a distinct host from
 // their candidates, by trying every assignment (a few roles, at most need candidates each).
-func matchRoles(cands map[engine.Role][]string, need int) bool {
-	roles := make([]engine.Role, 0, len(cands))
+func matchRoles(cands map[Role][]string, need int) bool {
+	roles := make([]Role, 0, len(cands))
 	for role := range cands {
 		roles = append(roles, role)
 	}
@@ -215,14 +213,14 @@ func matchRoles(cands map[engine.Role][]string, need int) bool {
 // coverableRoles returns how many engine roles distinct hosts of nodes can hold, one
 // each: the most roles a replica set can cover.
 func coverableRoles(nodes []Node) int {
-	var roles []engine.Role
+	var roles []Role
 	for _, nd := range nodes {
 		if !slices.Contains(roles, nd.Role) {
 			roles = append(roles, nd.Role)
 		}
 	}
 	for need := len(roles); need > 0; need-- {
-		cands := map[engine.Role][]string{}
+		cands := map[Role][]string{}
 		for _, nd := range nodes {
 			cands[nd.Role] = addHost(cands[nd.Role], nd.Host, need)
 		}

@@ -5,11 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/kuradb/kura/internal/engine"
 )
 
-var allRoles = []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
+var allRoles = []Role{WriteOptimized, ReadOptimized, InMemory}
 
 // randomRoleCluster is randomCluster with engine roles: sometimes the paper's layout (one
 // node of each role per host), sometimes roles drawn at random, which makes layouts where
@@ -139,7 +137,7 @@ func TestEngineDiverseMatchesBruteForce(t *testing.T) {
 
 // layoutIsPaper reports whether every host runs one node of each role.
 func layoutIsPaper(nodes []Node) bool {
-	per := map[string][]engine.Role{}
+	per := map[string][]Role{}
 	for _, nd := range nodes {
 		per[nd.Host] = append(per[nd.Host], nd.Role)
 	}
@@ -156,9 +154,9 @@ func layoutIsPaper(nodes []Node) bool {
 // and B's lsm.
 func TestEngineDiverseFindsTheCoverTheGreedyWalkMisses(t *testing.T) {
 	nodes := []Node{
-		{ID: "a-lsm", Host: "a", Role: engine.WriteOptimized, Tokens: []Token{10}},
-		{ID: "b-lsm", Host: "b", Role: engine.WriteOptimized, Tokens: []Token{20}},
-		{ID: "a-btree", Host: "a", Role: engine.ReadOptimized, Tokens: []Token{30}},
+		{ID: "a-lsm", Host: "a", Role: WriteOptimized, Tokens: []Token{10}},
+		{ID: "b-lsm", Host: "b", Role: WriteOptimized, Tokens: []Token{20}},
+		{ID: "a-btree", Host: "a", Role: ReadOptimized, Tokens: []Token{30}},
 	}
 	r, err := New(nodes)
 	if err != nil {

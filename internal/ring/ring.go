@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-
-	"github.com/kuradb/kura/internal/engine"
 )
 
 // NodeID names a node; it is generated once per node and never reused.
@@ -19,7 +17,7 @@ type Node struct {
 	ID     NodeID
 	Host   string
 	Rack   string
-	Role   engine.Role
+	Role   Role
 	Tokens []Token
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/node"
 	"github.com/kuradb/kura/internal/ring"
 )
@@ -49,19 +48,19 @@ type router struct {
 
 // The orders in which the router prefers replicas' roles (see above).
 var (
-	readRoles  = []engine.Role{engine.InMemory, engine.ReadOptimized, engine.WriteOptimized}
-	writeRoles = []engine.Role{engine.WriteOptimized, engine.InMemory, engine.ReadOptimized}
+	readRoles  = []ring.Role{ring.InMemory, ring.ReadOptimized, ring.WriteOptimized}
+	writeRoles = []ring.Role{ring.WriteOptimized, ring.InMemory, ring.ReadOptimized}
 )
 
-// parseRole returns the role named as engine.Role.String names it; unknown names are
+// parseRole returns the role named as ring.Role.String names it; unknown names are
 // RoleUnknown, which the router prefers last.
-func parseRole(s string) engine.Role {
-	for _, r := range []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory} {
+func parseRole(s string) ring.Role {
+	for _, r := range []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory} {
 		if r.String() == s {
 			return r
 		}
 	}
-	return engine.RoleUnknown
+	return ring.RoleUnknown
 }
 
 // newRouter builds a router from KURA.TOPOLOGY's reply.
@@ -78,7 +77,7 @@ func newRouter(b []byte) (*router, error) {
 		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
 	}
 	type member struct {
-		role engine.Role
+		role ring.Role
 		addr string // "" when down: not routed to
 	}
 	members := map[ring.NodeID]member{}
@@ -111,7 +110,7 @@ func newRouter(b []byte) (*router, error) {
 		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
 	}
 	rt := &router{ring: r, read: make([]string, r.RangeCount()), write: make([]string, r.RangeCount())}
-	pick := func(ids []ring.NodeID, roles []engine.Role) string {
+	pick := func(ids []ring.NodeID, roles []ring.Role) string {
 		best, bestRank := "", len(roles)+1
 		for _, id := range ids {
 			m := members[id]

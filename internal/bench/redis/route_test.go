@@ -16,7 +16,6 @@ import (
 
 	"github.com/kuradb/kura/internal/bench"
 	"github.com/kuradb/kura/internal/config"
-	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/node"
 	"github.com/kuradb/kura/internal/ring"
 )
@@ -27,15 +26,15 @@ type layout struct {
 	ring  *ring.Ring
 	json  []byte
 	addr  map[ring.NodeID]string
-	role  map[ring.NodeID]engine.Role
+	role  map[ring.NodeID]ring.Role
 	nodes []ring.Node
 }
 
 // newLayout places hosts × roles nodes with random tokens from rng; down lists the
 // nodes reported down.
-func newLayout(t *testing.T, rng *rand.Rand, hosts int, roles []engine.Role, placement string, rf int, down ...ring.NodeID) layout {
+func newLayout(t *testing.T, rng *rand.Rand, hosts int, roles []ring.Role, placement string, rf int, down ...ring.NodeID) layout {
 	t.Helper()
-	l := layout{addr: map[ring.NodeID]string{}, role: map[ring.NodeID]engine.Role{}}
+	l := layout{addr: map[ring.NodeID]string{}, role: map[ring.NodeID]ring.Role{}}
 	var top node.ClusterStatus
 	top.ReplicationFactor, top.Placement = rf, placement
 	for h := range hosts {
@@ -72,23 +71,23 @@ func TestRouterSendsEachKeyToTheReplicaOfItsRole(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
-	all := []engine.Role{engine.WriteOptimized, engine.ReadOptimized, engine.InMemory}
+	all := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
 	hetero := newLayout(t, rng, 3, all, "engine-diverse", 3)
-	downMemory := ring.NodeID("h1-" + engine.InMemory.String())
+	downMemory := ring.NodeID("h1-" + ring.InMemory.String())
 	degraded := newLayout(t, rng, 3, all, "engine-diverse", 3, downMemory)
-	homo := newLayout(t, rng, 3, []engine.Role{engine.WriteOptimized}, "host-aware", 3)
+	homo := newLayout(t, rng, 3, []ring.Role{ring.WriteOptimized}, "host-aware", 3)
 	for _, tc := range []struct {
 		name        string
 		l           layout
 		read, write func(set []ring.NodeID) ring.NodeID
 	}{
-		{"heterogeneous", hetero, roleIn(hetero, engine.InMemory), roleIn(hetero, engine.WriteOptimized)},
+		{"heterogeneous", hetero, roleIn(hetero, ring.InMemory), roleIn(hetero, ring.WriteOptimized)},
 		{"heterogeneous, an in-memory node down", degraded, func(set []ring.NodeID) ring.NodeID {
-			if m := roleIn(degraded, engine.InMemory)(set); m != downMemory {
+			if m := roleIn(degraded, ring.InMemory)(set); m != downMemory {
 				return m
 			}
-			return roleIn(degraded, engine.ReadOptimized)(set)
-		}, roleIn(degraded, engine.WriteOptimized)},
+			return roleIn(degraded, ring.ReadOptimized)(set)
+		}, roleIn(degraded, ring.WriteOptimized)},
 		{"homogeneous", homo, first, first},
 	} {
 		r, err := newRouter(tc.l.json)
@@ -115,7 +114,7 @@ func TestRouterSendsEachKeyToTheReplicaOfItsRole(t *testing.T) {
 }
 
 // roleIn returns a function picking the replica of role from a replica set.
-func roleIn(l layout, role engine.Role) func([]ring.NodeID) ring.NodeID {
+func roleIn(l layout, role ring.Role) func([]ring.NodeID) ring.NodeID {
 	return func(set []ring.NodeID) ring.NodeID {
 		for _, id := range set {
 			if l.role[id] == role {

@@ -18,6 +18,7 @@ import (
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/rowcache"
 	"github.com/kuradb/kura/internal/engine/space"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -193,8 +194,8 @@ func (d *DB) initFile() (err error) {
 // Name returns "btree".
 func (d *DB) Name() string { return "btree" }
 
-// Role returns engine.ReadOptimized: a read touches one stored version of the row.
-func (d *DB) Role() engine.Role { return engine.ReadOptimized }
+// Role returns ring.ReadOptimized: a read touches one stored version of the row.
+func (d *DB) Role() ring.Role { return ring.ReadOptimized }
 
 // Get returns the stored row under key, decoded into memory the caller owns, from the row
 // cache or else in its own bbolt read transaction; it never waits for writers.

@@ -1,4 +1,4 @@
-// Package btree is kura's read-optimized engine (engine.ReadOptimized): rows kept fully
+// Package btree is kura's read-optimized engine (ring.ReadOptimized): rows kept fully
 // merged in one B+tree file (go.etcd.io/bbolt), so a read touches one stored version.
 //
 // # Layout

@@ -15,6 +15,7 @@ import (
 	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/engine/memory"
 	"github.com/kuradb/kura/internal/engine/tiered"
+	"github.com/kuradb/kura/internal/ring"
 )
 
 // Names lists the engines in the order the docs present them.
@@ -102,16 +103,16 @@ func Open(name, dir string, o Options) (engine.Engine, error) {
 }
 
 // Role returns the role of the engine called name without opening it.
-func Role(name string) engine.Role {
+func Role(name string) ring.Role {
 	switch name {
 	case "lsm":
-		return engine.WriteOptimized
+		return ring.WriteOptimized
 	case "btree":
-		return engine.ReadOptimized
+		return ring.ReadOptimized
 	case "memory":
-		return engine.InMemory
+		return ring.InMemory
 	}
-	return engine.RoleUnknown
+	return ring.RoleUnknown
 }
 
 // lsmOptions are the lsm engine's settings from o, with eo as the shared ones, the

@@ -8,6 +8,7 @@ import (
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/engine/enginetest"
+	"github.com/kuradb/kura/internal/ring"
 )
 
 func factory(name string) enginetest.Factory {
@@ -60,7 +61,7 @@ func TestUnknownEngineIsInvalid(t *testing.T) {
 	if _, err := catalog.Open("rocks", t.TempDir(), catalog.Options{}); !errors.Is(err, engine.ErrInvalid) {
 		t.Fatalf("got %v, want ErrInvalid", err)
 	}
-	if catalog.Role("rocks") != engine.RoleUnknown {
+	if catalog.Role("rocks") != ring.RoleUnknown {
 		t.Fatal("unknown engine has a role")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -20,7 +21,7 @@ func checkNameAndRole(t testing.TB, f Factory) {
 		t.Errorf("%s: Name() is empty", f.Name)
 	}
 	switch r := fx.e.Role(); r {
-	case engine.WriteOptimized, engine.ReadOptimized, engine.InMemory:
+	case ring.WriteOptimized, ring.ReadOptimized, ring.InMemory:
 	default:
 		t.Errorf("%s: Role() = %v, want one of the three roles", f.Name, r)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -96,8 +97,8 @@ func (l *logEngine) load() error {
 	return err
 }
 
-func (l *logEngine) Name() string      { return "log" }
-func (l *logEngine) Role() engine.Role { return engine.ReadOptimized }
+func (l *logEngine) Name() string    { return "log" }
+func (l *logEngine) Role() ring.Role { return ring.ReadOptimized }
 
 func (l *logEngine) Apply(batch []row.Mutation) error {
 	if err := engine.ValidateBatch(batch); err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -36,8 +37,8 @@ func NewModel(opts engine.Options) *Model {
 // Name returns "model".
 func (m *Model) Name() string { return "model" }
 
-// Role returns engine.InMemory.
-func (m *Model) Role() engine.Role { return engine.InMemory }
+// Role returns ring.InMemory.
+func (m *Model) Role() ring.Role { return ring.InMemory }
 
 // Apply validates the whole batch, then merges each mutation under the lock, so readers
 // see all of the batch or none of it.

@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/rowcache"
 	"github.com/kuradb/kura/internal/engine/space"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -322,8 +323,8 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 // Name returns "lsm".
 func (db *DB) Name() string { return "lsm" }
 
-// Role returns engine.WriteOptimized.
-func (db *DB) Role() engine.Role { return engine.WriteOptimized }
+// Role returns ring.WriteOptimized.
+func (db *DB) Role() ring.Role { return ring.WriteOptimized }
 
 // enter takes the shared lock for one call; the caller must call db.mu.RUnlock when it
 // returns nil.

@@ -1,4 +1,4 @@
-// Package memory is kura's in-memory engine (engine.InMemory): every row lives in an ordered
+// Package memory is kura's in-memory engine (ring.InMemory): every row lives in an ordered
 // tree in RAM, so reads and writes are as fast as the engine can be.
 //
 // # Not durable

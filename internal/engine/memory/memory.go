@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -104,8 +105,8 @@ func Open(dir string, opts Options) (*DB, error) {
 // Name returns "memory".
 func (d *DB) Name() string { return "memory" }
 
-// Role returns engine.InMemory.
-func (d *DB) Role() engine.Role { return engine.InMemory }
+// Role returns ring.InMemory.
+func (d *DB) Role() ring.Role { return ring.InMemory }
 
 // Apply validates the batch, then merges each mutation into its row under the write lock,
 // so readers see all of the batch or none of it.

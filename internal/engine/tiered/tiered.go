@@ -15,6 +15,7 @@ import (
 	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/lsm"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -266,7 +267,7 @@ func syncDir(dir string) error {
 func (db *DB) Name() string { return "tiered" }
 
 // Role is the role of the tiers' engine.
-func (db *DB) Role() engine.Role { return db.tiers[Slow].Role() }
+func (db *DB) Role() ring.Role { return db.tiers[Slow].Role() }
 
 // enter takes the shared lock for one call; the caller must call db.mu.RUnlock when it
 // returns nil.
