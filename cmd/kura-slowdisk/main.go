@@ -1,5 +1,5 @@
 // Command kura-slowdisk serves an image file over FUSE with a hard disk's timing
-// (internal/bench/slowdisk), for scripts/emulate-disks.sh's seek model: a loop device on
+// (internal/slowdisk), for scripts/emulate-disks.sh's seek model: a loop device on
 // the served file gets a disk whose every random I/O costs a seek. Run as root:
 //
 //	kura-slowdisk --image /var/tmp/kura-disks/hdd.img --mount /var/tmp/kura-disks/fuse-hdd
@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kuradb/kura/internal/bench/slowdisk"
+	"github.com/kuradb/kura/internal/slowdisk"
 )
 
 func main() {

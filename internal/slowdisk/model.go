@@ -1,6 +1,6 @@
-// Package slowdisk emulates a hard disk's timing for the benchmarks: a file served over
-// FUSE (Serve) whose every read and write waits as long as one disk head would take to
-// do it, by the model in this file. scripts/emulate-disks.sh puts a loop device and ext4
+// Package slowdisk emulates a hard disk's timing, for benchmarks on emulated disks: a file
+// served over FUSE (Serve) whose every read and write waits as long as one disk head would
+// take to do it, by the model in this file. scripts/emulate-disks.sh puts a loop device and ext4
 // on that file when asked for a seek model (KURA_EMU_MODEL=seek), so that kura's engines
 // meet a disk whose random reads cost a seek each even at a low rate. The kernel's block
 // throttle, which the script uses otherwise, meters a rate in 100 ms slices and adds no
