@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/engine/tiered"
-	"github.com/kuradb/kura/internal/node"
 )
 
 func newAdminCmd() *cobra.Command {
@@ -28,7 +28,7 @@ func newAdminCmd() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&addr, "admin", "127.0.0.1:9380", "admin address (host:port) of any node")
 	for _, sub := range []struct {
 		use, short string
-		print      func(io.Writer, *node.ClusterStatus)
+		print      func(io.Writer, *admin.ClusterStatus)
 	}{
 		{"status", "Members by host: ID, rack, engine role, state, owned share of the ring", printStatus},
 		{"ring", "Every vnode token and its node, in ring order", printRing},
@@ -90,8 +90,8 @@ func printAdmin(ctx context.Context, out io.Writer, method, addr, path string) e
 }
 
 // fetchStatus reads /cluster from a node's admin address.
-func fetchStatus(ctx context.Context, addr string) (*node.ClusterStatus, error) {
-	var st node.ClusterStatus
+func fetchStatus(ctx context.Context, addr string) (*admin.ClusterStatus, error) {
+	var st admin.ClusterStatus
 	if err := fetchJSON(ctx, addr, "/cluster", &st); err != nil {
 		return nil, err
 	}
@@ -161,11 +161,11 @@ tier at the next window's decision.`,
 				if err != nil {
 					return err
 				}
-				var ts node.TiersStatus
+				var ts admin.TiersStatus
 				if err := json.Unmarshal(body, &ts); err != nil {
 					return fmt.Errorf("admin %s: %w", *addr, err)
 				}
-				printTiers(cmd.OutOrStdout(), []node.TiersStatus{ts})
+				printTiers(cmd.OutOrStdout(), []admin.TiersStatus{ts})
 				return nil
 			}
 			addrs := []string{*addr}
@@ -179,9 +179,9 @@ tier at the next window's decision.`,
 			} else if !errors.Is(err, errNotFound) {
 				return err
 			}
-			var all []node.TiersStatus
+			var all []admin.TiersStatus
 			for _, a := range addrs {
-				var ts node.TiersStatus
+				var ts admin.TiersStatus
 				switch err := fetchJSON(ctx, a, "/tiers", &ts); {
 				case errors.Is(err, errNotFound):
 					continue // not tiered
@@ -202,7 +202,7 @@ tier at the next window's decision.`,
 	return cmd
 }
 
-func printTiers(w io.Writer, all []node.TiersStatus) {
+func printTiers(w io.Writer, all []admin.TiersStatus) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "host\tnode\ttier\tkeys\tdisk\treads\tmoved in")
 	for _, ts := range all {
@@ -249,7 +249,7 @@ func share(r tiered.Rates) string {
 	return fmt.Sprintf("%.1f%%", 100*r.FastShare)
 }
 
-func printStatus(w io.Writer, st *node.ClusterStatus) {
+func printStatus(w io.Writer, st *admin.ClusterStatus) {
 	fmt.Fprintf(w, "Replication factor %d, placement %s, routing %s. U = up, D = down.\n", st.ReplicationFactor, st.Placement, st.Routing)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\tload\ttokens\towns\towns (replicated)\tclient")
@@ -291,15 +291,15 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
-func sortedByHost(ms []node.MemberStatus) []node.MemberStatus {
+func sortedByHost(ms []admin.MemberStatus) []admin.MemberStatus {
 	out := slices.Clone(ms)
-	slices.SortFunc(out, func(a, b node.MemberStatus) int {
+	slices.SortFunc(out, func(a, b admin.MemberStatus) int {
 		return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.ID, b.ID))
 	})
 	return out
 }
 
-func printRing(w io.Writer, st *node.ClusterStatus) {
+func printRing(w io.Writer, st *admin.ClusterStatus) {
 	hosts := map[string]string{}
 	for _, m := range st.Members {
 		hosts[m.ID] = m.Host
@@ -312,7 +312,7 @@ func printRing(w io.Writer, st *node.ClusterStatus) {
 	tw.Flush()
 }
 
-func printHints(w io.Writer, st *node.ClusterStatus) {
+func printHints(w io.Writer, st *admin.ClusterStatus) {
 	if len(st.Hints) == 0 {
 		fmt.Fprintln(w, "no hints")
 		return

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/engine/tiered"
-	"github.com/kuradb/kura/internal/node"
 )
 
 func TestHumanBytes(t *testing.T) {
@@ -24,7 +24,7 @@ func TestHumanBytes(t *testing.T) {
 // The status table is what operators read: one line per node, grouped by host, with the
 // state letters, the load and the ownership.
 func TestPrintStatus(t *testing.T) {
-	st := &node.ClusterStatus{ReplicationFactor: 3, Placement: "engine-diverse", Routing: "engine-aware", Members: []node.MemberStatus{
+	st := &admin.ClusterStatus{ReplicationFactor: 3, Placement: "engine-diverse", Routing: "engine-aware", Members: []admin.MemberStatus{
 		{ID: "b", Host: "host2", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "normal", Up: true, Behind: true,
 			ClientAddr: "127.0.0.1:2", Tokens: 16, Load: 5 << 20, Owns: 0.5, OwnsRepl: 1.0 / 3},
 		{ID: "a", Host: "host1", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "leaving",
@@ -50,10 +50,10 @@ state: U/D (F: refilling, not read from; B: behind, hints held for it) then J jo
 }
 
 func TestPrintTiers(t *testing.T) {
-	all := []node.TiersStatus{{Node: "n1", Host: "host1", BudgetBytes: 1 << 30, Window: 10 * time.Second, MinReads: 1,
+	all := []admin.TiersStatus{{Node: "n1", Host: "host1", BudgetBytes: 1 << 30, Window: 10 * time.Second, MinReads: 1,
 		CountWrites: true, FastRowBytes: 900 << 20, InBoth: 2, DeviceCapBytes: 950 << 20,
 		PromotedOnRead: 1100, PromotedOnWrite: 400,
-		Tiers: []node.TierStatus{
+		Tiers: []admin.TierStatus{
 			{Tier: "fast", Keys: 1000, DiskBytes: 950 << 20, Reads: 900, MovedIn: 1200, MovedInBytes: 1200 << 10},
 			{Tier: "slow", Keys: 9000, DiskBytes: 9 << 30, Reads: 100, MovedIn: 200, MovedInBytes: 200 << 10}},
 		SinceStart:   tiered.Rates{Reads: 1000, FastShare: 0.9},

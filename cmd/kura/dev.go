@@ -219,7 +219,7 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 		// Go sizes each process for the whole machine; N of them then keep N times the
 		// threads spinning for work and waking each other across cores. On 2 cores three
 		// nodes of one proc each served 10% more QUORUM reads than with two each
-		// (docs/benchmarks.md).
+		// (docs/benchmarks.md at 77be0fa).
 		n.cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(f.procs))
 	}
 	if err := n.cmd.Start(); err != nil {

@@ -19,9 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/kuradb/kura/internal/node"
 )
 
 // freeBasePort finds a base port whose four port ranges (see `kura dev`) are free for n
@@ -354,8 +353,8 @@ func survivesSIGKILLOfEachRole(t *testing.T, extra ...string) {
 		t.Fatalf("kura dev printed %d nodes", len(nodes))
 	}
 	ctx := context.Background()
-	admin := nodes["host1-lsm"].admin
-	st, err := fetchStatus(ctx, admin)
+	adminAddr := nodes["host1-lsm"].admin
+	st, err := fetchStatus(ctx, adminAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,8 +415,8 @@ func survivesSIGKILLOfEachRole(t *testing.T, extra ...string) {
 		engine := strings.TrimPrefix(victim, "host3-")
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			st, err := fetchStatus(ctx, admin)
-			if err == nil && slices.ContainsFunc(st.Members, func(m node.MemberStatus) bool {
+			st, err := fetchStatus(ctx, adminAddr)
+			if err == nil && slices.ContainsFunc(st.Members, func(m admin.MemberStatus) bool {
 				return m.Host == "host3" && m.Engine == engine && m.Up && !m.Refilling
 			}) {
 				break

@@ -23,13 +23,11 @@ type transcript struct {
 	write    *Write
 	read     *Read
 	digestOf map[ring.NodeID]bool // replicas last asked for a digest
-	pace     *AsyncPace
-	start    time.Time // the pace's clock starts here
 }
 
 func TestCoordinatorTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		tr := &transcript{policy: Uniform{}, digestOf: map[ring.NodeID]bool{}, start: time.Unix(1_700_000_000, 0)}
+		tr := &transcript{policy: Uniform{}, digestOf: map[ring.NodeID]bool{}}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := tr.run(td)
 			if err != nil {
@@ -130,74 +128,6 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			return tr.format(tr.write.OnSlow()), nil
 		}
 		return tr.format(tr.read.OnSlow()), nil
-	case "pace":
-		// A new AsyncPace: target=<duration> [increase=N] [max-in-flight=N].
-		target, err := time.ParseDuration(arg("target"))
-		if err != nil {
-			return "", err
-		}
-		tr.pace = &AsyncPace{Target: target}
-		if v := arg("increase"); v != "" {
-			if tr.pace.Increase, err = strconv.ParseFloat(v, 64); err != nil {
-				return "", err
-			}
-		}
-		if v := arg("max-in-flight"); v != "" {
-			if tr.pace.MaxInFlight, err = strconv.Atoi(v); err != nil {
-				return "", err
-			}
-		}
-		return tr.paceState(0), nil
-	case "send":
-		// n=<count> writes offered at=<time since start>, each sent only while the pace is
-		// ready (as the driver does): prints how many went out.
-		n, err := strconv.Atoi(arg("n"))
-		if err != nil {
-			return "", err
-		}
-		at, err := time.ParseDuration(arg("at"))
-		if err != nil {
-			return "", err
-		}
-		sent := 0
-		for range n {
-			if !tr.pace.Ready(tr.start.Add(at)) {
-				break
-			}
-			tr.pace.Sent(1, tr.start.Add(at))
-			sent++
-		}
-		return fmt.Sprintf("sent %d\n%s", sent, tr.paceState(at)), nil
-	case "answered":
-		// n=<count> answers (default 1) at=<time since start>, each took=<duration>,
-		// optionally failed.
-		n := 1
-		if v := arg("n"); v != "" {
-			var err error
-			if n, err = strconv.Atoi(v); err != nil {
-				return "", err
-			}
-		}
-		at, err := time.ParseDuration(arg("at"))
-		if err != nil {
-			return "", err
-		}
-		took, err := time.ParseDuration(arg("took"))
-		if err != nil {
-			return "", err
-		}
-		for range n {
-			tr.pace.Answered(took, td.HasArg("failed"), tr.start.Add(at))
-		}
-		return tr.paceState(at), nil
-	case "congested":
-		// A sign of congestion from elsewhere at=<time since start>.
-		at, err := time.ParseDuration(arg("at"))
-		if err != nil {
-			return "", err
-		}
-		tr.pace.Congested(tr.start.Add(at))
-		return tr.paceState(at), nil
 	case "status":
 		// How the request left its policy's first plan, as the driver's metrics see it.
 		if tr.write != nil {
@@ -211,11 +141,6 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 		return tr.format(tr.read.OnTimeout()), nil
 	}
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
-}
-
-func (tr *transcript) paceState(at time.Duration) string {
-	room := tr.pace.Room(tr.start.Add(at)) // first: the pace starts on first use
-	return fmt.Sprintf("rate %.1f/s, in flight %d, room %d\n", tr.pace.Rate(), tr.pace.InFlight(), room)
 }
 
 func (tr *transcript) respond(from ring.NodeID, errText, rowText string) (string, error) {

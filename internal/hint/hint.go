@@ -82,7 +82,7 @@ type Store struct {
 	// first key, so that they do not step over the tombstones of every hint replayed
 	// before (until a compaction drops them): a backlog of 500,000 deferred writes
 	// replayed a batch at a time read 2-3.6 GB from disk per node in 50 s that way
-	// (docs/benchmarks.md, 2026-11-24, run I). Not persisted: the first replay after a
+	// (docs/benchmarks.md at 77be0fa, 2026-11-24, run I). Not persisted: the first replay after a
 	// restart steps over them once.
 	floors map[string][]byte
 	// scanned counts the keys, tombstones included, that Replay and Discard iterated

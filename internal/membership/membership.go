@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,8 +34,8 @@ type Config struct {
 	// BindAddr is the gossip address (TCP and UDP), host:port; port 0 picks a free one.
 	BindAddr string
 	// Fast selects settings for nodes on one machine (200 ms probes, 2 s state exchange,
-	// a dead node's name reclaimable after 1 s) instead of a LAN's; tests and `kura dev`
-	// use it.
+	// a dead node's name reclaimable after 1 s) instead of a LAN's, as tests and `kura dev`
+	// want. A loopback BindAddr selects them too.
 	Fast bool
 	// OnChange, if set, is called after the view changed (from a memberlist goroutine,
 	// without locks held). It must not block.
@@ -87,7 +88,7 @@ func Start(cfg Config, view *cluster.View) (*Gossip, error) {
 	// A node ID names one node for its life: if it comes back from another address (a
 	// restart on a new port), let it reclaim its name once its old self is dead.
 	mc.DeadNodeReclaimTime = 30 * time.Second
-	if cfg.Fast {
+	if cfg.Fast || isLoopback(host) {
 		mc = memberlist.DefaultLocalConfig()
 		mc.ProbeInterval, mc.ProbeTimeout = 200*time.Millisecond, 100*time.Millisecond
 		mc.SuspicionMult, mc.GossipToTheDeadTime = 2, 2*time.Second
@@ -304,3 +305,8 @@ func (b memberBroadcast) Invalidates(other memberlist.Broadcast) bool {
 }
 func (b memberBroadcast) Message() []byte { return b.msg }
 func (b memberBroadcast) Finished()       {}
+
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback() || strings.EqualFold(host, "localhost")
+}

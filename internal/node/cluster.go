@@ -9,20 +9,23 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/datadir"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/listener"
+	"github.com/kuradb/kura/internal/machine"
 	"github.com/kuradb/kura/internal/membership"
+	"github.com/kuradb/kura/internal/move"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -34,18 +37,13 @@ import (
 // restart it knows the ring before it hears from anyone.
 const viewFile = "CLUSTER.json"
 
-// Hint replay limits: every hintReplayInterval, up to hintReplayBatches batches of
-// hintReplayBatch hints per replica, so that a returning replica is not flooded.
-const (
-	hintReplayBatch   = 64
-	hintReplayBatches = 4
-)
-
-// hintReplayInterval is a variable for tests that replay by hand.
+// hintReplayInterval is how often hints are replayed; a variable for tests that replay
+// by hand.
 var hintReplayInterval = time.Second
 
-// clusterNode is what cluster mode adds to a node: the replica server, gossip, the ring,
-// the coordinator's store, hints and their replay. It owns their goroutines.
+// clusterNode is what cluster mode adds to a node: the replica server, gossip, the node's
+// machine (the cluster behaviour's decisions), the coordinator's store, hints and their
+// replay. It owns their goroutines.
 type clusterNode struct {
 	cfg      config.Config
 	log      *slog.Logger
@@ -53,49 +51,29 @@ type clusterNode struct {
 	dir      string
 	handler  *replica.Handler
 	hints    *hint.Store
-	hintq    *hintQueue // stores the request path's hints in hints, off that path
+	hintq    *hint.Queue // stores the request path's hints in hints, off that path
 	server   *transport.Server
 	ln       net.Listener
 	gossip   *membership.Gossip
 	strategy ring.Strategy
+	machine  *machine.Node
 	store    *clusterStore
-	metrics  *clusterMetrics
-	async    *asyncPacer // nil: asynchronous writes are not paced
+	metrics  *admin.ClusterMetrics
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
+	refreshMu sync.Mutex // orders refresh's reads of gossip with its SetView calls
 
-	state atomic.Pointer[clusterState] // rebuilt whenever the view changes
-	// refreshMu orders rebuilds of state: gossip reports changes from several goroutines,
-	// and without it a rebuild that read the view before a change could be stored after
-	// the rebuild that read it after, leaving the request path on a stale view until the
-	// next change.
-	refreshMu sync.Mutex
-
-	peersMu sync.Mutex
-	peers   map[ring.NodeID]*transport.Client
-	retired transport.Stats // what clients replaced in peers had written
+	peers *transport.Pool // clients to the other members, by node ID
 
 	changed chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
 
-// clusterState is a snapshot of the view for the request path.
-type clusterState struct {
-	ring    *ring.Ring // nil until some member owns tokens
-	members map[ring.NodeID]cluster.Member
-	// sets caches the replica set of each ring range (ring.RangeIndex), computed on first
-	// use rather than for every range whenever the view changes (liveness, load).
-	sets []atomic.Pointer[[]coord.Replica]
-	// behind holds the replicas that some other live member announced hints for
-	// (cluster.Member.Behind).
-	behind map[ring.NodeID]bool
-}
-
 // startCluster starts cluster mode for a node whose engine and data directory are open.
-func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.Engine, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
-	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.path, handler: &replica.Handler{Engine: eng},
-		peers: map[ring.NodeID]*transport.Client{}, changed: make(chan struct{}, 1), stop: make(chan struct{})}
+func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
+	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng},
+		peers: transport.NewPool(transport.ClientConfig{}), changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
 	// the internode server starts before that is decided.
 	c.handler.SetRefilling(eng.Role() == ring.InMemory)
@@ -103,25 +81,22 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
 		return nil, err
 	}
-	hintsDir, err := hintsDir(cfg, d.path)
+	hintsDir, err := datadir.HintsDir(d.Path(), cfg.HintsDir)
 	if err != nil {
 		return nil, err
 	}
 	if c.hints, err = hint.Open(hintsDir, hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log, DiskReserveBytes: diskReserve(cfg.DiskReserveBytes)}); err != nil {
 		return nil, err
 	}
-	c.metrics = newClusterMetrics(reg, c.hints, eng.Role())
-	c.hintq = newHintQueue(c.hints, hintQueueSize, func(target string, err error) {
-		c.metrics.hint(err)
+	c.metrics = admin.NewClusterMetrics(reg, c.hints, eng.Role())
+	c.hintq = hint.NewQueue(c.hints, hint.QueueSize, func(target string, err error) {
+		c.metrics.HintStored(err)
 		if err != nil {
 			c.log.Warn("hint dropped", "replica", target, "err", err)
 		}
 	})
-	reg.MustRegister(internodeCollector{c})
-	if cfg.AsyncWriteTarget > 0 && cfg.Routing != "uniform" { // uniform routing sends nothing asynchronously
-		c.async = newAsyncPacer(cfg.AsyncWriteTarget, cfg.WriteFallback, c.hostOf)
-		reg.MustRegister(c.async)
-	}
+	c.machine = machine.New(c.machineConfig())
+	reg.MustRegister(admin.InternodeCollector(c.internodeStats), admin.RoutingCollector{Node: c.machine})
 	if err := c.startServer(); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -141,15 +116,14 @@ func startCluster(cfg config.Config, log *slog.Logger, d *dataDir, eng engine.En
 	}
 	c.handler.SetRefilling(self.Refilling)
 	c.gossip, err = membership.Start(membership.Config{Self: self, BindAddr: cfg.GossipListen,
-		Fast: isLoopback(cfg.GossipListen), OnChange: c.onChange, Logger: log}, view)
+		OnChange: c.onChange, Logger: log}, view)
 	if err != nil {
 		c.close(context.Background())
 		return nil, err
 	}
-	c.store = c.newStore()
-	if c.store.load != nil {
-		reg.MustRegister(c.store.load)
-	}
+	level, _ := coord.ParseLevel(c.cfg.Consistency) // validated by config
+	c.store = &clusterStore{m: c.machine, peer: c.peer, self: c.self, local: c.handler, level: level,
+		hints: c.hintq, metrics: c.metrics, log: c.log}
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
 	c.wg.Add(4)
@@ -175,9 +149,9 @@ func (c *clusterNode) startServer() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.cfg.InternodeListen)
+	ln, err := listener.Listen(listener.Nodes, c.cfg.InternodeListen)
 	if err != nil {
-		return fmt.Errorf("node: listen for other nodes on %s: %w", c.cfg.InternodeListen, err)
+		return fmt.Errorf("node: %w", err)
 	}
 	c.server, c.ln = srv, ln
 	go srv.Serve(ln)
@@ -223,7 +197,7 @@ func (c *clusterNode) join(self cluster.Member) error {
 func (c *clusterNode) waitForState(d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if st := c.state.Load(); st != nil && st.ring != nil {
+		if c.machine.Ring() != nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -280,34 +254,15 @@ func (c *clusterNode) waitForEarlierJoiners(limit time.Duration) {
 	c.log.Warn("gave up waiting for nodes joining at the same time; picking tokens now")
 }
 
-// allocate picks the new node's tokens with the configured method.
+// allocate picks the new node's tokens with the configured method, from the ring it knows.
 func (c *clusterNode) allocate(self cluster.Member) []ring.Token {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	st := c.state.Load()
-	var r *ring.Ring
-	if st != nil {
-		r = st.ring
-	}
-	if c.cfg.TokenAllocation == "random" {
-		return ring.RandomTokens(rng, c.cfg.NumTokens, nil)
-	}
 	node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role}
-	return ring.BalancedTokens(r, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rng)
-}
-
-// hintsDir returns where the hint store of a node with data directory dataDir lives:
-// --hints-dir, or hints/ in the data directory. A node that kept hints in its data
-// directory and is then given --hints-dir refuses to start rather than leave them
-// behind: they are writes some replica has not had.
-func hintsDir(cfg config.Config, dataDir string) (string, error) {
-	def := filepath.Join(dataDir, "hints")
-	if cfg.HintsDir == "" || filepath.Clean(cfg.HintsDir) == def {
-		return def, nil
+	tokens, err := move.Tokens(c.cfg.TokenAllocation, c.machine.Ring(), node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rng)
+	if err != nil { // validated by config
+		panic(err)
 	}
-	if entries, err := os.ReadDir(def); err == nil && len(entries) > 0 {
-		return "", fmt.Errorf("node: --hints-dir is %s, but %s holds a hint store: move it there (with the node stopped) or remove it", cfg.HintsDir, def)
-	}
-	return cfg.HintsDir, nil
+	return tokens
 }
 
 // onChange runs on gossip's goroutines: it must not block.
@@ -319,85 +274,37 @@ func (c *clusterNode) onChange() {
 	}
 }
 
-// refresh rebuilds the request path's snapshot of the view.
+// refresh gives the machine the members and the ring as gossip has them now.
 func (c *clusterNode) refresh() {
 	if c.gossip == nil {
 		return
 	}
+	// Gossip reports changes from several goroutines: without the lock, a view read before
+	// a change could be given to the machine after the view read after it, leaving the
+	// request path on a stale view until the next change.
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
-	st := &clusterState{members: map[ring.NodeID]cluster.Member{}}
-	for _, m := range c.gossip.Members() {
-		st.members[m.ID] = m
+	r, err := c.gossip.Ring()
+	if err != nil {
+		r = nil
 	}
-	st.behind = behindSet(st.members, c.self)
-	if r, err := c.gossip.Ring(); err == nil {
-		st.ring = r
-		st.sets = make([]atomic.Pointer[[]coord.Replica], r.RangeCount())
-	}
-	c.state.Store(st)
+	c.machine.SetView(c.gossip.Members(), r)
 }
 
-func (c *clusterNode) newStore() *clusterStore {
+// machineConfig is the node's cluster behaviour as configured.
+func (c *clusterNode) machineConfig() machine.Config {
 	level, _ := coord.ParseLevel(c.cfg.Consistency) // validated by config
+	policy, _ := coord.PolicyByName(c.cfg.Routing)  // validated by config
 	mode := coord.RepairBackground
 	if c.cfg.ReadRepair == "blocking" {
 		mode = coord.RepairBlocking
 	}
-	policy, _ := coord.PolicyByName(c.cfg.Routing) // validated by config
-	var load *loadTracker
-	if _, ok := policy.(coord.LoadAware); ok {
-		load = newLoadTracker(c.lagging)
-	}
-	var latencies *readLatencies
-	if c.cfg.ReadFallbackPercentile > 0 {
-		latencies = newReadLatencies(c.cfg.ReadFallbackPercentile, c.cfg.ReadFallback)
-	}
-	return &clusterStore{readLatencies: latencies, replicas: c.replicas, peer: c.peer, self: c.self, local: c.handler, policy: policy, level: level,
-		repair: mode, timeout: c.cfg.RequestTimeout, slowAfter: c.cfg.WriteFallback, readSlowAfter: c.cfg.ReadFallback, load: load, async: c.async, hints: c.hintq,
-		metrics: c.metrics, log: c.log, slow: newSlowWrites(c.cfg.SlowWriteLog, c.log)}
-}
-
-// replicas returns key's replica set with the failure detector's opinion of each, from
-// the sets computed per range when the view last changed. The caller must not modify it.
-func (c *clusterNode) replicas(key []byte) []coord.Replica {
-	st := c.state.Load()
-	if st == nil || st.ring == nil {
-		return nil
-	}
-	i := st.ring.RangeIndex(ring.TokenOf(key))
-	if set := st.sets[i].Load(); set != nil {
-		return *set
-	}
-	set := c.replicaSet(st, st.ring.RangeEnd(i))
-	st.sets[i].Store(&set) // a racing request may store an equal set: either is right
-	return set
-}
-
-// replicaSet computes the replica set of token t in st.
-func (c *clusterNode) replicaSet(st *clusterState, t ring.Token) []coord.Replica {
-	ids := c.strategy.Replicas(st.ring, t, c.cfg.ReplicationFactor)
-	out := make([]coord.Replica, 0, len(ids))
-	for _, id := range ids {
-		m := st.members[id]
-		r := coord.Replica{ID: id, Up: id == c.self || m.Up, Role: m.Role, Refilling: m.Refilling}
-		if id == c.self {
-			// Closest first: the policy asks the first replica for the row, and this
-			// node's own copy answers without a network round trip.
-			out = append([]coord.Replica{r}, out...)
-		} else {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// hostOf returns member id's host, "" if unknown.
-func (c *clusterNode) hostOf(id ring.NodeID) string {
-	if st := c.state.Load(); st != nil {
-		return st.members[id].Host
-	}
-	return ""
+	return machine.Config{Self: c.self, Strategy: c.strategy, ReplicationFactor: c.cfg.ReplicationFactor,
+		Policy: policy, Level: level, Repair: mode, Timeout: c.cfg.RequestTimeout,
+		WriteSlowAfter: c.cfg.WriteFallback, ReadSlowAfter: c.cfg.ReadFallback,
+		ReadSlowPercentile: c.cfg.ReadFallbackPercentile, AsyncTarget: c.cfg.AsyncWriteTarget,
+		SlowWriteAfter: c.cfg.SlowWriteLog, Metrics: c.metrics,
+		HintsHeld: func(id ring.NodeID) bool { return c.hints.Holds(string(id)) }}
 }
 
 // peer returns the caller for replica id: the local handler for this node, else a
@@ -406,44 +313,36 @@ func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
 	if id == c.self {
 		return localCaller{countingHandler{c.handler, c.metrics}}, nil
 	}
-	st := c.state.Load()
-	m, ok := st.members[id]
+	m, ok := c.machine.Member(id)
 	if !ok || m.InternodeAddr == "" {
 		return nil, fmt.Errorf("node: no internode address for %s", id)
 	}
-	c.peersMu.Lock()
-	defer c.peersMu.Unlock()
-	if cl, ok := c.peers[id]; ok && cl.Addr() == m.InternodeAddr {
-		return cl, nil
-	} else if ok {
-		cl.Close() // the member moved
-		s := cl.Stats()
-		c.retired.FramesWritten += s.FramesWritten // the counters stay monotonic
-		c.retired.Flushes += s.Flushes
+	return c.peers.Get(string(id), m.InternodeAddr)
+}
+
+// internodeStats is what the internode transport wrote, for metrics.
+func (c *clusterNode) internodeStats() (client, server admin.InternodeStats) {
+	cs := c.peers.Stats()
+	client = admin.InternodeStats{FramesWritten: cs.FramesWritten, Flushes: cs.Flushes}
+	if c.server != nil {
+		ss := c.server.Stats()
+		server = admin.InternodeStats{FramesWritten: ss.FramesWritten, Flushes: ss.Flushes}
 	}
-	cl, err := transport.NewClient(m.InternodeAddr, transport.ClientConfig{})
-	if err != nil {
-		return nil, err
-	}
-	c.peers[id] = cl
-	return cl, nil
+	return client, server
 }
 
 // loadAnnounceInterval is how often a node checks its load and gossips it if it moved.
 var loadAnnounceInterval = 10 * time.Second
 
-// loadLoop announces this node's load (see cluster.Member.Load) when it has moved by 1%
-// or 1 MiB since the last announcement, so that gossip is not flooded by small changes.
+// loadLoop announces this node's load (see cluster.Member.Load) when the machine finds
+// it worth announcing (machine.Node.AnnounceLoad).
 func (c *clusterNode) loadLoop() {
 	defer c.wg.Done()
-	announced := int64(-1)
 	t := time.NewTicker(loadAnnounceInterval)
 	defer t.Stop()
 	for {
-		load := c.load()
-		if d := load - announced; announced < 0 || max(d, -d) >= max(announced/100, 1<<20) {
+		if load := c.load(); c.machine.AnnounceLoad(load) {
 			c.gossip.Update(func(m *cluster.Member) { m.Load = load })
-			announced = load
 		}
 		select {
 		case <-c.stop:
@@ -465,49 +364,15 @@ var behindAnnounceInterval = time.Second
 // this, the node that coordinates a read would not know that a replica lags.
 func (c *clusterNode) behindLoop() {
 	defer c.wg.Done()
-	if c.hints == nil {
-		return
-	}
-	var announced []ring.NodeID
 	c.every(behindAnnounceInterval, func() {
 		var now []ring.NodeID
 		for _, id := range c.hints.Holding() {
 			now = append(now, ring.NodeID(id))
 		}
-		if !slices.Equal(now, announced) {
+		if c.machine.AnnounceBehind(now) {
 			c.gossip.Update(func(m *cluster.Member) { m.Behind = now })
-			announced = now
 		}
 	})
-}
-
-// behindSet returns the replicas that a live member other than self announced hints for.
-// A member that is down replays nothing until it is back, but its announcement is no
-// longer news either: its replicas are not read around on its word.
-func behindSet(members map[ring.NodeID]cluster.Member, self ring.NodeID) map[ring.NodeID]bool {
-	var out map[ring.NodeID]bool
-	for _, m := range members {
-		if m.ID == self || !m.Up {
-			continue
-		}
-		for _, id := range m.Behind {
-			if out == nil {
-				out = map[ring.NodeID]bool{}
-			}
-			out[id] = true
-		}
-	}
-	return out
-}
-
-// lagging reports whether replica id lags for some keys: this node holds hints for it, or
-// another live member announced that it does (load-aware routing reads around it).
-func (c *clusterNode) lagging(id ring.NodeID) bool {
-	if c.hints != nil && c.hints.Holds(string(id)) {
-		return true
-	}
-	st := c.state.Load()
-	return st != nil && st.behind[id]
 }
 
 // load is the data this node holds: on disk, or in memory for an in-memory engine.
@@ -527,7 +392,7 @@ func (c *clusterNode) saveLoop() {
 		case <-c.stop:
 			return
 		case <-c.changed:
-			if err := writeFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
+			if err := datadir.WriteFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
 				c.log.Warn("could not save the cluster view", "err", err)
 			}
 			select {
@@ -546,10 +411,10 @@ func (c *clusterNode) loadView() (*cluster.View, error) {
 		return view, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
+		return nil, fmt.Errorf("%w: %w", datadir.ErrUnusable, err)
 	}
 	if _, err := view.MergeEncoded(b); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrDataDir, viewFile, err)
+		return nil, fmt.Errorf("%w: %s: %w", datadir.ErrUnusable, viewFile, err)
 	}
 	return view, nil
 }
@@ -576,34 +441,27 @@ func (c *clusterNode) every(d time.Duration, f func()) {
 	}
 }
 
-// refillSkew is how far a rebuilt replica's clock may be ahead of this node's: a hint is
-// stamped with this node's clock and the refill's start with the replica's, so hints
-// created up to this long before the start are still replayed, in case they came after it.
-const refillSkew = 5 * time.Second
-
 func (c *clusterNode) replayHints() {
-	st := c.state.Load()
 	for target, s := range c.hints.Stats() {
-		m := st.members[ring.NodeID(target)]
-		if s.Hints > 0 && !m.Refilled.IsZero() && s.Oldest.Before(m.Refilled.Add(-refillSkew)) {
-			c.discardHints(target, m.Refilled.Add(-refillSkew))
+		id := ring.NodeID(target)
+		if before, ok := c.machine.HintsCovered(id); ok && s.Hints > 0 && s.Oldest.Before(before) {
+			c.discardHints(target, before)
 			s.Hints = c.hints.Stats()[target].Hints
 		}
-		if s.Hints == 0 || !m.Up {
+		if s.Hints == 0 || !c.machine.ReplayTo(id) {
 			continue
 		}
-		if p, err := c.peer(ring.NodeID(target)); err == nil {
-			c.replayTo(ring.NodeID(target), p)
+		if p, err := c.peer(id); err == nil {
+			c.replayTo(id, p)
 		}
 	}
 }
 
-// discardHints deletes target's hints created before before: target was rebuilt from its
-// peers since, which gave it those writes. Replaying them would cost target a random write
-// each, at its pace: after a bulk load, hundreds of thousands, for many minutes.
+// discardHints deletes target's hints created before before: a rebuild of target covered
+// them (machine.Node.HintsCovered).
 func (c *clusterNode) discardHints(target string, before time.Time) {
 	n, err := c.hints.Discard(target, before)
-	c.metrics.discarded(n)
+	c.metrics.HintsDiscarded(n)
 	if err != nil {
 		c.log.Warn("discarding hints a rebuild covered", "replica", target, "err", err)
 		return
@@ -611,39 +469,26 @@ func (c *clusterNode) discardHints(target string, before time.Time) {
 	c.log.Info("discarded hints a rebuild covered", "replica", target, "hints", n)
 }
 
-// replayTo sends replica id up to hintReplayBatches batches of its hints through p.
-// Under paced asynchronous writes (c.async) replayed hints take id's pace, as deferred
-// writes would have: batches no larger than its room, and none after one answered late,
-// so that a backlogged replica catches up at the pace it and its host allow.
+// replayTo sends replica id one round of its hints through p, in the batches the
+// machine allows (machine.Replay).
 func (c *clusterNode) replayTo(id ring.NodeID, p caller) {
-	for range hintReplayBatches {
-		batch, late := hintReplayBatch, false
-		if c.async != nil {
-			if batch = min(batch, c.async.room(id)); batch == 0 {
-				return
-			}
-		}
+	r := c.machine.StartReplay(id)
+	for batch := r.Next(time.Now()); batch > 0; batch = r.Next(time.Now()) {
 		n, err := c.hints.Replay(string(id), time.Now(), batch, func(ms []row.Mutation) error {
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
 			defer cancel()
-			var answered func(bool) time.Duration
-			if c.async != nil {
-				answered = c.async.sent(id, len(ms))
-			}
+			sent := time.Now()
+			r.Sent(len(ms), sent)
 			_, err := p.Call(ctx, wire.MethodWrite, wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: ms}))
-			if answered != nil {
-				late = answered(err != nil) > c.cfg.AsyncWriteTarget
-			}
+			now := time.Now()
+			r.Answered(len(ms), now.Sub(sent), err != nil, now)
 			return err
 		})
 		if err != nil || n == 0 {
 			return
 		}
-		c.metrics.hintsSent.Add(float64(n))
+		c.metrics.HintsReplayed(n)
 		c.log.Debug("replayed hints", "replica", id, "hints", n)
-		if late {
-			return
-		}
 	}
 }
 
@@ -656,7 +501,7 @@ func (c *clusterNode) close(ctx context.Context) error {
 	close(c.stop)
 	c.wg.Wait()
 	if c.gossip != nil {
-		if err := writeFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
+		if err := datadir.WriteFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
 			errs = append(errs, err)
 		}
 		// A leave that no one acknowledged in time is not a failed shutdown: the others'
@@ -668,13 +513,9 @@ func (c *clusterNode) close(ctx context.Context) error {
 	if c.server != nil {
 		errs = append(errs, c.server.Shutdown(ctx))
 	}
-	c.peersMu.Lock()
-	for _, cl := range c.peers {
-		cl.Close()
-	}
-	c.peersMu.Unlock()
+	c.peers.Close()
 	if c.hintq != nil {
-		c.hintq.close() // stores the hints still queued
+		c.hintq.Close() // stores the hints still queued
 	}
 	if c.hints != nil {
 		errs = append(errs, c.hints.Close())
@@ -682,8 +523,28 @@ func (c *clusterNode) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func isLoopback(addr string) bool {
-	host, _, _ := net.SplitHostPort(addr)
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback() || strings.EqualFold(host, "localhost")
+// status builds the node's ClusterStatus.
+func (c *clusterNode) status() admin.ClusterStatus {
+	return admin.Status(admin.View{Self: c.self, ReplicationFactor: c.cfg.ReplicationFactor,
+		Placement: c.cfg.Placement, Routing: c.cfg.Routing, Strategy: c.strategy, Ring: c.machine.Ring(),
+		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats()})
+}
+
+// countingHandler counts and times the replica requests a handler serves.
+type countingHandler struct {
+	h interface {
+		Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+	}
+	m *admin.ClusterMetrics
+}
+
+func (c countingHandler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
+	c.m.ReplicaRequest(method)
+	if c.m == nil {
+		return c.h.Handle(ctx, method, payload)
+	}
+	start := time.Now()
+	out, err := c.h.Handle(ctx, method, payload)
+	c.m.Served(method, time.Since(start))
+	return out, err
 }

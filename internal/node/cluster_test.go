@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/ring"
@@ -32,11 +33,11 @@ func clusterConfig(t *testing.T, host, seed string) config.Config {
 
 // ready reports whether n sees want members, all normal with tokens and up.
 func ready(n *Node, want int) bool {
-	st := n.cluster.state.Load()
-	if st == nil || st.ring == nil || len(st.members) != want {
+	m := n.cluster.machine
+	if m.Ring() == nil || len(m.Members()) != want {
 		return false
 	}
-	for _, m := range st.members {
+	for _, m := range m.Members() {
 		if m.Status != cluster.Normal || len(m.Tokens) == 0 || !m.Up {
 			return false
 		}
@@ -68,10 +69,10 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	// Every key has three replicas on three hosts: nodes that joined at once did not pick
 	// the same tokens.
 	for _, n := range []*Node{n1, n2, n3} {
-		if rs := n.cluster.replicas([]byte("any key")); len(rs) != 3 {
+		if rs := n.cluster.machine.Replicas([]byte("any key")); len(rs) != 3 {
 			t.Fatalf("replica set %v, want 3 nodes", rs)
 		}
-		own := n.cluster.state.Load().ring.Ownership()
+		own := n.cluster.machine.Ring().Ownership()
 		for id, share := range own {
 			if share < 0.1 {
 				t.Errorf("%s owns %.3f of the ring", id, share)
@@ -83,7 +84,7 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st ClusterStatus
+	var st admin.ClusterStatus
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if err != nil || len(st.Members) != 3 || len(st.Tokens) != 3*16 || st.Self != n1.ID() {
@@ -120,11 +121,11 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	if err := n3.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.state.Load().members[id3].Up })
+	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.member(id3).Up })
 	if err := c1.Set(ctx, "k2", "while-down", 0).Err(); err != nil {
 		t.Fatalf("QUORUM write with one replica down: %v", err)
 	}
-	n1.cluster.hintq.sync() // the coordinator stores hints off the request path
+	n1.cluster.hintq.Sync() // the coordinator stores hints off the request path
 	if st := n1.cluster.hints.Stats()[string(id3)]; st.Hints == 0 {
 		t.Fatalf("no hint for the down replica: %+v", n1.cluster.hints.Stats())
 	}
@@ -132,8 +133,8 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	if n2.cluster.hints.Holds(string(id3)) {
 		t.Fatal("n2 holds a hint for n3; the check below would not test gossip")
 	}
-	eventually(t, "n2 hears that n1 holds hints for n3", func() bool { return n2.cluster.lagging(id3) })
-	if id1 := ring.NodeID(n1.ID()); n2.cluster.lagging(id1) {
+	eventually(t, "n2 hears that n1 holds hints for n3", func() bool { return n2.cluster.machine.Lagging(id3) })
+	if id1 := ring.NodeID(n1.ID()); n2.cluster.machine.Lagging(id1) {
 		t.Error("n2 takes n1 for lagging; nobody holds hints for it")
 	}
 
@@ -146,7 +147,7 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 	eventually(t, "n1's hints for n3 are replayed", func() bool {
 		return n1.cluster.hints.Stats()[string(id3)].Hints == 0
 	})
-	eventually(t, "n2 hears that n3 no longer lags", func() bool { return !n2.cluster.lagging(id3) })
+	eventually(t, "n2 hears that n3 no longer lags", func() bool { return !n2.cluster.machine.Lagging(id3) })
 	b, err := n3.cluster.handler.Handle(ctx, wire.MethodRead, wire.AppendReadRequest(nil, &wire.ReadRequest{Key: []byte("k2")}))
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ func TestThreeNodeClusterReplicatesHintsAndReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "n2 sees n3 up again, refilled (it runs the memory engine)", func() bool {
-		m := n2.cluster.state.Load().members[id3]
+		m := n2.cluster.member(id3)
 		return m.Up && !m.Refilling
 	})
 	for _, k := range []string{"k", "k2"} {
@@ -232,8 +233,8 @@ func TestConcurrentViewChangesLeaveTheRequestPathOnTheNewestView(t *testing.T) {
 				want = m.Load
 			}
 		}
-		if got := c.state.Load().members[c.self].Load; got != want {
-			t.Fatalf("round %d: the request path sees load %d, the view holds %d", round, got, want)
+		if m, _ := c.machine.Member(c.self); m.Load != want {
+			t.Fatalf("round %d: the request path sees load %d, the view holds %d", round, m.Load, want)
 		}
 	}
 }
@@ -282,4 +283,10 @@ func TestHintsDirMovesTheHintStoreAndRefusesToStrandOldHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Shutdown(context.Background())
+}
+
+// member returns the coordinator's view of member id.
+func (c *clusterNode) member(id ring.NodeID) cluster.Member {
+	m, _ := c.machine.Member(id)
+	return m
 }

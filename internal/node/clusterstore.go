@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/lazyctx"
+	"github.com/kuradb/kura/internal/machine"
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -23,7 +25,7 @@ type caller interface {
 }
 
 // hintSink keeps writes for replicas that did not take them: *hint.Store, or the
-// hintQueue in front of it, which reports each hint's outcome itself.
+// hint.Queue in front of it, which reports each hint's outcome itself.
 type hintSink interface {
 	Add(target string, m row.Mutation, now time.Time) error
 }
@@ -35,55 +37,36 @@ type localReplica interface {
 	Write(mutations []row.Mutation) error
 }
 
-// clusterStore is the resp.Store of a cluster node: it coordinates every read and write
-// over the key's replica set with the coord package's state machines, carrying out their
-// effects over the transport. It is the driver of coord: the decisions are there.
+// clusterStore is the resp.Store of a cluster node. For every read and write it starts an
+// op of the node's machine, carries out what the op says (messages to replicas over the
+// transport or to the local replica, hints), feeds the answers and the op's timers back,
+// and returns the op's reply. It decides nothing: the decisions are in package machine.
 type clusterStore struct {
-	replicas func(key []byte) []coord.Replica // the key's replica set, with liveness
-	peer     func(id ring.NodeID) (caller, error)
-	self     ring.NodeID  // this node, whose replica is local
-	local    localReplica // nil: self is reached through peer like the others
-	policy   coord.Policy
-	level    coord.Level
-	repair   coord.RepairMode
-	timeout  time.Duration
-	// slowAfter is how long a write whose policy counts only some replicas (engine-aware:
-	// the synchronous set) waits for them before every acknowledgement counts
-	// (coord.Write.OnSlow); 0 never.
-	slowAfter time.Duration
-	// readSlowAfter is how long a read waits for the replicas it asked before spares are
-	// asked in place of the late ones (coord.Read.OnSlow); 0 never.
-	readSlowAfter time.Duration
-	// readLatencies, when set, moves readSlowAfter down to a percentile of recent reads.
-	readLatencies *readLatencies
-	// retries bounds the reads retried after readSlowAfter to about a tenth.
-	retries retryBudget
-	// load is what load-aware routing needs (recent writes, peer latencies); nil under
-	// other policies, which then pay nothing for it.
-	load *loadTracker
-	// async paces asynchronous writes per replica, deferring those beyond a replica's
-	// pace to hints; nil sends them all.
-	async   *asyncPacer
+	m       *machine.Node
+	peer    func(id ring.NodeID) (caller, error)
+	self    ring.NodeID  // this node, whose replica is local
+	local   localReplica // nil: self is reached through peer like the others
+	level   coord.Level  // the default level
 	hints   hintSink
-	metrics *clusterMetrics // nil records nothing
+	metrics *admin.ClusterMetrics // counts the local replica's requests; nil counts nothing
 	log     *slog.Logger
-	// slow logs writes slower than its threshold; nil logs none and traces nothing.
-	slow *slowWrites
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)
 
-// writeResult and readResult are replicas' answers, fed back into the state machines.
+// writeResult and readResult are replicas' answers, fed back into the ops, with the time
+// they came off the transport (or the local engine).
 type writeResult struct {
 	from ring.NodeID
 	err  error
-	at   time.Time // when the answer came off the transport (or the local engine)
+	at   time.Time
 }
 
 type readResult struct {
 	from   ring.NodeID
 	repair bool // the answer to a read repair write
 	resp   coord.ReadResponse
+	at     time.Time
 }
 
 // Levels implements resp.LeveledStore.
@@ -114,145 +97,105 @@ func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
 
 // write runs one write until its reply, then lets it finish (late answers still leave
 // hints) in the background.
-func (s *clusterStore) write(level coord.Level, m row.Mutation) (err error) {
+func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
 	start := time.Now()
-	defer func() { s.metrics.request("write", start, err) }()
-	ctx := lazyctx.WithDeadline(context.Background(), start.Add(s.timeout))
-	timer := getTimer(s.timeout)
-	replicas := s.replicas(m.Key)
-	if s.async != nil {
-		replicas = s.async.annotate(replicas)
+	op, r := s.m.StartWrite(start, m, level)
+	ctx := lazyctx.WithDeadline(context.Background(), op.Deadline())
+	results := make(chan writeResult, op.MaxAnswers()) // one answer per replica: sends never block
+	s.runWrite(ctx, op, r.Effects, results)
+	var t opTimer
+	if !op.Done() {
+		t.arm(op.Next())
 	}
-	if s.load != nil {
-		s.load.wrote(m.Key, start)
-	}
-	w, fx := coord.StartWrite(m, level, replicas, s.policy)
-	results := make(chan writeResult, len(replicas)) // one answer per replica: sends never block
-	var tr *writeTrace
-	if s.slow != nil {
-		tr = &writeTrace{start: start}
-	}
-	reply, done := s.runTraced(tr, ctx, replicas, fx, results)
-	var slow <-chan time.Time // nil (never ready) unless the policy waits for some replicas
-	if !done && s.slowAfter > 0 && w.WaitsForCounted() {
-		st := getTimer(s.slowAfter)
-		defer putTimer(st)
-		slow = st.C
-	}
-	for !done {
+	for !r.Replied {
 		select {
-		case r := <-results:
-			if tr != nil {
-				tr.answers = append(tr.answers, r)
-			}
-			reply, done = s.runTraced(tr, ctx, replicas, w.OnResponse(r.from, r.err), results)
-		case <-timer.C:
-			reply, done = s.runTraced(tr, ctx, replicas, w.OnTimeout(), results)
-		case <-slow:
-			slow = nil
-			reply, done = s.runTraced(tr, ctx, replicas, w.OnSlow(), results)
+		case a := <-results:
+			r = op.Answer(a.at, a.from, a.err)
+		case <-t.c():
+			r = op.Timer(time.Now())
+			t.fired()
 		}
+		s.runWrite(ctx, op, r.Effects, results)
+		t.arm(op.Next())
 	}
-	if tr != nil {
-		s.slow.check(time.Since(start), tr, replicas, reply.Err)
+	if sw := r.SlowWrite; sw != nil {
+		s.log.Warn("slow write", "took", sw.Took.Round(time.Millisecond), "replicas", sw.Replicas,
+			"coordinator_own", sw.Own.Round(time.Millisecond), "err", sw.Err, "slow_writes_not_logged", sw.NotLogged)
 	}
 	finish := func() {
-		for !w.Done() {
+		for !op.Done() {
+			var fx machine.Ready
 			select {
-			case r := <-results:
-				s.runWrite(ctx, replicas, w.OnResponse(r.from, r.err), results)
-			case <-timer.C: // not yet fired: OnTimeout leaves nothing pending
-				s.runWrite(ctx, replicas, w.OnTimeout(), results)
+			case a := <-results:
+				fx = op.Answer(a.at, a.from, a.err)
+			case <-t.c(): // the deadline: it leaves nothing pending
+				fx = op.Timer(time.Now())
+				t.fired()
 			}
+			s.runWrite(ctx, op, fx.Effects, results)
+			t.arm(op.Next())
 		}
-		s.metrics.writeDone(w)
-		putTimer(timer)
+		t.stop()
 		ctx.Release()
 	}
-	if w.Done() {
+	if op.Done() {
 		finish()
 	} else {
 		go finish() // the rest of the replicas' answers, for hints
 	}
-	return reply.Err
+	return r.Reply.Err
 }
 
-// runTraced is runWrite, adding the time it takes to tr's (nil: no trace).
-func (s *clusterStore) runTraced(tr *writeTrace, ctx context.Context, replicas []coord.Replica, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
-	if tr == nil {
-		return s.runWrite(ctx, replicas, fx, results)
+// runWrite carries out a write's effects.
+func (s *clusterStore) runWrite(ctx context.Context, op *machine.WriteOp, fx []coord.Effect, results chan<- writeResult) {
+	if len(fx) == 0 {
+		return
 	}
-	t0 := time.Now()
-	reply, done := s.runWrite(ctx, replicas, fx, results)
-	tr.own += time.Since(t0)
-	return reply, done
-}
-
-// runWrite carries out a write's effects and returns its reply once there is one.
-func (s *clusterStore) runWrite(ctx context.Context, replicas []coord.Replica, fx []coord.Effect, results chan<- writeResult) (coord.Reply, bool) {
-	var reply coord.Reply
-	done := false
+	var t0 time.Time
+	if op.Traced() {
+		t0 = time.Now()
+		defer func() { op.Own(time.Since(t0)) }()
+	}
 	var local *coord.SendWrite
-	var localAnswer func([]byte, error)
 	for _, e := range fx {
 		switch e := e.(type) {
 		case coord.SendWrite:
-			s.metrics.sentTo(roleOf(replicas, e.To), wire.MethodWrite)
-			answer := func(_ []byte, err error) { results <- writeResult{e.To, err, time.Now()} }
-			switch inner := answer; {
-			case s.async == nil:
-			case e.Async:
-				answered := s.async.sent(e.To, 1)
-				answer = func(b []byte, err error) { answered(err != nil); inner(b, err) }
-			default: // a late synchronous replica slows the asynchronous ones on its host
-				answered := s.async.synchronous(e.To)
-				answer = func(b []byte, err error) { answered(err != nil); inner(b, err) }
-			}
 			if s.isLocal(e.To) {
-				local, localAnswer = &e, answer
+				local = &e
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			s.send(ctx, e.To, wire.MethodWrite, payload, answer) // not timed: see loadTracker
+			answer := s.writeAnswer(e, results)
+			s.send(ctx, e.To, wire.MethodWrite, payload, func(_ []byte, err error) { answer(err) })
 		case coord.StoreHint:
-			s.hint(e)
-			if e.Deferred {
-				s.metrics.deferred()
+			if s.hints != nil {
+				_ = s.hints.Add(string(e.For), e.Mutation, time.Now())
 			}
-		case coord.Reply:
-			reply, done = e, true
 		}
 	}
 	if local != nil { // after the remote sends, so that they overlap with it
-		s.metrics.replicaRequest(wire.MethodWrite)
+		s.metrics.ReplicaRequest(wire.MethodWrite)
 		// In a goroutine, unlike a local read: an engine's write can stall for seconds (a
 		// B+tree commit held up by writeback on a slow disk, an LSM write stall), and the
 		// request must still answer at its deadline. results has room for every answer.
-		m := local.Mutation
-		go func() { localAnswer(nil, s.local.Write([]row.Mutation{m})) }()
+		answer, m := s.writeAnswer(*local, results), local.Mutation
+		go func() { answer(s.local.Write([]row.Mutation{m})) }()
 	}
-	return reply, done
 }
 
-// roleOf returns the engine role of replica id in replicas.
-func roleOf(replicas []coord.Replica, id ring.NodeID) ring.Role {
-	for _, r := range replicas {
-		if r.ID == id {
-			return r.Role
-		}
+// writeAnswer returns what to call with the answer to write e, sent now: it tells the
+// machine how long the write took, then queues the answer for the op.
+func (s *clusterStore) writeAnswer(e coord.SendWrite, results chan<- writeResult) func(error) {
+	sent := time.Now()
+	return func(err error) {
+		at := time.Now()
+		s.m.WriteAnswered(e.To, e.Async, at.Sub(sent), err != nil, at)
+		results <- writeResult{e.To, err, at}
 	}
-	return ring.RoleUnknown
 }
 
 // isLocal reports whether replica id is this node's own, called directly.
 func (s *clusterStore) isLocal(id ring.NodeID) bool { return s.local != nil && id == s.self }
-
-// hint hands h to the hint sink, which counts and logs its outcome (see hintQueue).
-func (s *clusterStore) hint(h coord.StoreHint) {
-	if s.hints != nil {
-		_ = s.hints.Add(string(h.For), h.Mutation, time.Now())
-	}
-}
 
 // send sends one request to replica id; done gets the answer, maybe before send returns.
 // done runs on the transport's reader: it must not block.
@@ -277,84 +220,87 @@ func (s *clusterStore) GetAt(level string, key []byte) (row.Row, bool, error) {
 	return s.getAt(l, key)
 }
 
-func (s *clusterStore) getAt(level coord.Level, key []byte) (_ row.Row, _ bool, err error) {
+func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, error) {
 	start := time.Now()
-	defer func() { s.metrics.request("read", start, err) }()
 	key = append([]byte(nil), key...)
-	ctx := lazyctx.WithDeadline(context.Background(), start.Add(s.timeout))
-	timer := getTimer(s.timeout)
-	defer putTimer(timer)
-	replicas := s.replicas(key)
-	if s.load != nil {
-		replicas = s.load.annotate(key, replicas, start)
-	}
-	rd, fx := coord.StartRead(key, level, replicas, s.policy, s.repair)
-	// At most a digest read, a data read and a repair per replica: sends never block,
-	// whenever the read stops listening.
-	run := newReadRun(s, ctx, key, replicas, 3*len(replicas))
-	// With a read fallback, a local read that may wait on a disk runs in a goroutine, so
-	// that the fallback's timer can fire meanwhile; an in-memory one never waits.
-	run.localAsync = s.readSlowAfter > 0 && roleOf(replicas, s.self) != ring.InMemory
-	reply, done := run.effects(fx)
-	var slow <-chan time.Time
-	if s.readSlowAfter > 0 {
-		s.retries.earn()
-		if !done {
-			after := s.readSlowAfter
-			if s.readLatencies != nil {
-				after = s.readLatencies.threshold()
-			}
-			st := getTimer(after)
-			defer putTimer(st)
-			slow = st.C
-		}
-	}
-	for !done {
+	op, r := s.m.StartRead(start, key, level)
+	ctx := lazyctx.WithDeadline(context.Background(), op.Deadline())
+	run := newReadRun(s, ctx, key, op.MaxAnswers(), !op.LocalInline())
+	run.effects(r.Effects)
+	var t opTimer
+	t.arm(op.Next())
+	for !r.Replied {
 		select {
-		case <-slow:
-			slow = nil // once per read
-			switch {
-			case !rd.CanSlow(): // nothing left to ask: the budget is not spent
-			case s.retries.spend():
-				reply, done = run.effects(rd.OnSlow())
-			case s.load != nil && s.load.quick(rd.SlowSpares(), s.readSlowAfter/2, time.Now()):
-				// The budget keeps retries off disks that every read is late on; spares
-				// that answer quickly are not among them (a saturated B+tree's reads go
-				// to the lsm nodes, whose disks are idle), and once they slow down they
-				// stop being quick.
-				s.metrics.retryToQuickSpares()
-				reply, done = run.effects(rd.OnSlow())
-			default:
-				s.metrics.retryDenied()
-			}
-		case r := <-run.results:
+		case res := <-run.results:
 			run.out--
-			if r.repair {
-				reply, done = run.effects(rd.OnRepairResponse(r.from, r.resp.Err))
+			if res.repair {
+				r = op.RepairAnswer(res.at, res.from, res.resp.Err)
 			} else {
-				reply, done = run.effects(rd.OnResponse(r.from, r.resp))
+				r = op.Answer(res.at, res.from, res.resp)
 			}
-		case <-timer.C:
-			reply, done = run.effects(rd.OnTimeout())
+		case <-t.c():
+			r = op.Timer(time.Now())
+			t.fired()
 		}
+		run.effects(r.Effects)
+		t.arm(op.Next())
 	}
-	s.metrics.readDone(rd)
-	if s.readLatencies != nil {
-		now := time.Now()
-		s.readLatencies.observe(now, now.Sub(start))
-	}
+	t.stop()
 	if run.out == 0 {
 		ctx.Release()
 		readRuns.Put(run) // nothing will send on its channel any more
 	} else {
 		// Background read repairs (or answers no longer needed) may use ctx until the
 		// request's deadline.
-		time.AfterFunc(time.Until(start.Add(s.timeout)), ctx.Release)
+		time.AfterFunc(time.Until(op.Deadline()), ctx.Release)
 	}
-	if reply.Err != nil {
-		return row.Row{}, false, reply.Err
+	if r.Reply.Err != nil {
+		return row.Row{}, false, r.Reply.Err
 	}
-	return reply.Row, reply.Found, nil
+	return r.Reply.Row, r.Reply.Found, nil
+}
+
+// opTimer is the one timer of an op, pointed at its next deadline. The zero value is
+// unarmed; stop returns its timer to the pool.
+type opTimer struct {
+	t     *time.Timer
+	armed time.Time // zero: not armed
+}
+
+// arm points the timer at next (zero: nothing due), unless it already is.
+func (o *opTimer) arm(next time.Time) {
+	if next.Equal(o.armed) {
+		return
+	}
+	o.armed = next
+	switch {
+	case next.IsZero() && o.t != nil:
+		o.t.Stop()
+	case next.IsZero():
+	case o.t == nil:
+		o.t = getTimer(time.Until(next))
+	default:
+		o.t.Stop()
+		o.t.Reset(time.Until(next))
+	}
+}
+
+// fired notes that the timer went off: the next arm sets it again.
+func (o *opTimer) fired() { o.armed = time.Time{} }
+
+// c is the timer's channel; nil (never ready) when it was never armed.
+func (o *opTimer) c() <-chan time.Time {
+	if o.t == nil {
+		return nil
+	}
+	return o.t.C
+}
+
+func (o *opTimer) stop() {
+	if o.t != nil {
+		putTimer(o.t)
+		o.t = nil
+	}
 }
 
 // timers recycles the timers that bound requests: a request's timer rarely fires, and a
@@ -378,52 +324,47 @@ func putTimer(t *time.Timer) {
 // outstanding.
 var readRuns sync.Pool
 
-func newReadRun(s *clusterStore, ctx context.Context, key []byte, replicas []coord.Replica, room int) *readRun {
+func newReadRun(s *clusterStore, ctx context.Context, key []byte, room int, localAsync bool) *readRun {
 	run, _ := readRuns.Get().(*readRun)
 	if run == nil || cap(run.results) < room {
 		run = &readRun{results: make(chan readResult, room)}
 	}
-	run.s, run.ctx, run.key, run.replicas, run.out = s, ctx, key, replicas, 0
+	run.s, run.ctx, run.key, run.out, run.localAsync = s, ctx, key, 0, localAsync
 	return run
 }
 
 // readRun carries out one read's effects.
 type readRun struct {
-	s        *clusterStore
-	ctx      context.Context
-	key      []byte
-	replicas []coord.Replica
-	results  chan readResult
-	out      int // requests sent whose answers are not yet taken from results
+	s       *clusterStore
+	ctx     context.Context
+	key     []byte
+	results chan readResult
+	out     int // requests sent whose answers are not yet taken from results
 	// localAsync runs the local replica's reads in a goroutine instead of inline.
 	localAsync bool
 }
 
-// effects carries out fx and returns the read's reply once there is one.
-func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
+// effects carries out a read's effects.
+func (run *readRun) effects(fx []coord.Effect) {
 	s, ctx, key, results := run.s, run.ctx, run.key, run.results
-	var reply coord.Reply
-	done := false
 	var local []coord.Effect
 	for _, e := range fx {
 		switch e := e.(type) {
 		case coord.SendRead:
 			run.out++
-			s.metrics.sentTo(roleOf(run.replicas, e.To), wire.MethodRead)
 			if s.isLocal(e.To) {
 				local = append(local, e)
 				continue
 			}
 			payload := wire.AppendReadRequest(nil, &wire.ReadRequest{Key: key, Digest: e.Digest})
-			answer := func(b []byte, err error) { results <- readResult{from: e.To, resp: decodeRead(b, err)} }
-			if s.load != nil {
-				answer = s.load.timed(e.To, answer)
-			}
-			s.send(ctx, e.To, wire.MethodRead, payload, answer)
+			sent := time.Now()
+			s.send(ctx, e.To, wire.MethodRead, payload, func(b []byte, err error) {
+				at := time.Now()
+				s.m.ReadAnswered(e.To, at.Sub(sent), at)
+				results <- readResult{from: e.To, resp: decodeRead(b, err), at: at}
+			})
 		case coord.SendWrite: // read repair
 			run.out++
-			s.metrics.repair()
-			s.metrics.sentTo(roleOf(run.replicas, e.To), wire.MethodWrite)
 			if s.isLocal(e.To) {
 				local = append(local, e)
 				continue
@@ -433,10 +374,8 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 				if err != nil {
 					s.log.Debug("read repair failed", "replica", e.To, "err", err)
 				}
-				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
+				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}, at: time.Now()}
 			})
-		case coord.Reply:
-			reply, done = e, true
 		}
 	}
 	// The local replica's work runs here, after the remote sends, so that they overlap.
@@ -444,15 +383,13 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 	for _, e := range local {
 		switch e := e.(type) {
 		case coord.SendRead:
-			s.metrics.replicaRequest(wire.MethodRead)
+			s.metrics.ReplicaRequest(wire.MethodRead)
 			read := func() {
-				start := time.Now()
+				sent := time.Now()
 				r, err := s.local.Read(key, e.Digest)
-				if s.load != nil { // its own latency, as a peer's is timed
-					now := time.Now()
-					s.load.observe(e.To, now.Sub(start), now)
-				}
-				results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}}
+				at := time.Now() // its own latency, as a peer's is timed
+				s.m.ReadAnswered(e.To, at.Sub(sent), at)
+				results <- readResult{from: e.To, resp: coord.ReadResponse{Err: err, Row: r.Row, Found: r.Found, Digest: r.Digest}, at: at}
 			}
 			if run.localAsync {
 				go read()
@@ -460,16 +397,15 @@ func (run *readRun) effects(fx []coord.Effect) (coord.Reply, bool) {
 				read()
 			}
 		case coord.SendWrite:
-			s.metrics.replicaRequest(wire.MethodWrite)
+			s.metrics.ReplicaRequest(wire.MethodWrite)
 			// In a goroutine: a background repair must not hold the reply back for its
 			// fsync, and a blocking one is waited for through results anyway.
 			go func() {
 				err := s.local.Write([]row.Mutation{e.Mutation})
-				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}}
+				results <- readResult{from: e.To, repair: true, resp: coord.ReadResponse{Err: err}, at: time.Now()}
 			}()
 		}
 	}
-	return reply, done
 }
 
 func decodeRead(b []byte, err error) coord.ReadResponse {

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/machine"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -25,6 +27,8 @@ type testCluster struct {
 	handlers map[ring.NodeID]*replica.Handler
 	servers  map[ring.NodeID]*transport.Server
 	clients  map[ring.NodeID]*transport.Client
+	cfg      machine.Config
+	roles    map[ring.NodeID]ring.Role
 	mu       sync.Mutex
 	down     map[ring.NodeID]bool
 	hinted   []ring.NodeID
@@ -58,12 +62,13 @@ func (c *testCluster) hints() []ring.NodeID {
 	return append([]ring.NodeID(nil), c.hinted...)
 }
 
+var testIDs = []ring.NodeID{"n1", "n2", "n3"}
+
 func newTestCluster(t *testing.T, level coord.Level) *testCluster {
 	t.Helper()
 	c := &testCluster{handlers: map[ring.NodeID]*replica.Handler{}, servers: map[ring.NodeID]*transport.Server{},
-		clients: map[ring.NodeID]*transport.Client{}, down: map[ring.NodeID]bool{}}
-	ids := []ring.NodeID{"n1", "n2", "n3"}
-	for _, id := range ids {
+		clients: map[ring.NodeID]*transport.Client{}, down: map[ring.NodeID]bool{}, roles: map[ring.NodeID]ring.Role{}}
+	for _, id := range testIDs {
 		eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -87,16 +92,9 @@ func newTestCluster(t *testing.T, level coord.Level) *testCluster {
 		c.clients[id] = cl
 		t.Cleanup(func() { cl.Close(); srv.Close() })
 	}
+	c.cfg = machine.Config{Self: "n1", Strategy: ring.Simple{}, ReplicationFactor: 3, Policy: coord.Uniform{},
+		Level: level, Timeout: 2 * time.Second, HintsHeld: c.holds}
 	c.store = &clusterStore{
-		replicas: func([]byte) []coord.Replica {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			var out []coord.Replica
-			for _, id := range ids {
-				out = append(out, coord.Replica{ID: id, Up: !c.down[id]})
-			}
-			return out
-		},
 		peer: func(id ring.NodeID) (caller, error) {
 			if id == "n1" {
 				return localCaller{c.handlers[id]}, nil
@@ -104,9 +102,57 @@ func newTestCluster(t *testing.T, level coord.Level) *testCluster {
 			return c.clients[id], nil
 		},
 		self: "n1", local: c.handlers["n1"], // n1 coordinates: its replica is called directly
-		policy: coord.Uniform{}, level: level, timeout: 2 * time.Second, hints: c,
-		log: slog.New(slog.DiscardHandler),
+		level: level, hints: c, log: slog.New(slog.DiscardHandler),
 	}
+	c.configure()
+	return c
+}
+
+// configure gives the coordinator a machine configured by c.cfg, whose view has n1, n2
+// and n3 with c.roles, up unless c.down; every key's replica set is all three.
+func (c *testCluster) configure() {
+	c.store.m = machine.New(c.cfg)
+	c.view()
+}
+
+// view gives the machine the members as c.roles and c.down have them.
+func (c *testCluster) view() {
+	var members []cluster.Member
+	var nodes []ring.Node
+	for i, id := range testIDs {
+		tokens := []ring.Token{ring.Token(int64(i-1) * 1000)}
+		members = append(members, cluster.Member{ID: id, Host: "h" + string(id[1:]), Role: c.roles[id], Up: !c.down[id],
+			Status: cluster.Normal, Tokens: tokens})
+		nodes = append(nodes, ring.Node{ID: id, Host: "h" + string(id[1:]), Role: c.roles[id], Tokens: tokens})
+	}
+	r, err := ring.New(nodes)
+	if err != nil {
+		panic(err)
+	}
+	c.store.m.SetView(members, r)
+}
+
+// setDown sets whether the coordinator believes id down.
+func (c *testCluster) setDown(id ring.NodeID, down bool) {
+	c.down[id] = down
+	c.view()
+}
+
+// heteroTestCluster is newTestCluster with roles (n1 lsm, coordinating; n2 btree; n3
+// memory) under policy, with replica wrapped answering through wrap.
+func heteroTestCluster(t *testing.T, policy coord.Policy, wrapped ring.NodeID, wrap func(caller) caller) *testCluster {
+	c := newTestCluster(t, coord.Quorum)
+	c.roles = map[ring.NodeID]ring.Role{"n1": ring.WriteOptimized, "n2": ring.ReadOptimized, "n3": ring.InMemory}
+	peer := c.store.peer
+	c.store.peer = func(id ring.NodeID) (caller, error) {
+		p, err := peer(id)
+		if id == wrapped && err == nil {
+			return wrap(p), nil
+		}
+		return p, err
+	}
+	c.cfg.Policy = policy
+	c.configure()
 	return c
 }
 
@@ -153,7 +199,7 @@ func TestClusterStoreWritesAndReadsAtQuorum(t *testing.T) {
 
 func TestClusterStoreHintsDownAndFailedReplicas(t *testing.T) {
 	c := newTestCluster(t, coord.Quorum)
-	c.down["n2"] = true
+	c.setDown("n2", true)
 	if err := c.store.Apply([]row.Mutation{{Key: []byte("a"), Row: cell("x", 1)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +208,7 @@ func TestClusterStoreHintsDownAndFailedReplicas(t *testing.T) {
 	}
 	// n3 is believed up but its server is gone: QUORUM still succeeds with n1 and n2
 	// (n2 is back up), and n3 gets a hint once its failure is known.
-	delete(c.down, "n2")
+	c.setDown("n2", false)
 	c.servers["n3"].Close()
 	if err := c.store.Apply([]row.Mutation{{Key: []byte("b"), Row: cell("y", 2)}}); err != nil {
 		t.Fatal(err)
@@ -174,7 +220,8 @@ func TestClusterStoreHintsDownAndFailedReplicas(t *testing.T) {
 	if err := c.store.ApplyAt("ALL", []row.Mutation{{Key: []byte("c"), Row: cell("z", 3)}}); !errors.Is(err, coord.ErrTimeout) {
 		t.Fatalf("ALL with a dead replica: %v, want a timeout", err)
 	}
-	c.down["n2"], c.down["n3"] = true, true
+	c.setDown("n2", true)
+	c.setDown("n3", true)
 	if err := c.store.Apply([]row.Mutation{{Key: []byte("d"), Row: cell("w", 4)}}); !errors.Is(err, coord.ErrUnavailable) {
 		t.Fatalf("QUORUM with one live replica: %v, want unavailable", err)
 	}
@@ -202,7 +249,8 @@ func TestClusterStoreReadRepairsAStaleReplica(t *testing.T) {
 // included: right after the read, n1 holds the newest row.
 func TestClusterStoreBlockingReadRepairIsDoneBeforeTheReply(t *testing.T) {
 	c := newTestCluster(t, coord.Quorum)
-	c.store.repair = coord.RepairBlocking
+	c.cfg.Repair = coord.RepairBlocking
+	c.configure()
 	for id, v := range map[ring.NodeID]string{"n1": "old", "n2": "new", "n3": "new"} {
 		ts := int64(2)
 		if v == "old" {
@@ -240,29 +288,24 @@ func (h hangingCaller) Go(ctx context.Context, m uint16, p []byte, done func([]b
 }
 
 // Engine-aware writes count the write-optimized and in-memory replicas. When the in-memory
-// one hangs, the write waits --write-fallback-after and then counts the read-optimized
-// replica's acknowledgement, instead of waiting out the request timeout.
+// one hangs, the driver's timer fires at --write-fallback-after and the write counts the
+// read-optimized replica's acknowledgement, instead of waiting out the request timeout.
+// (What the machine decides is tested in virtual time in package machine; this is its
+// driver's timer.)
 func TestEngineAwareWriteFallsBackWhenASynchronousReplicaIsSlow(t *testing.T) {
-	for _, slowAfter := range []time.Duration{50 * time.Millisecond, 0} {
-		release := make(chan struct{})
-		defer close(release)
-		c := heteroTestCluster(t, coord.EngineAware{}, "n3", func(caller) caller { return hangingCaller{release} })
-		c.store.slowAfter, c.store.timeout = slowAfter, 500*time.Millisecond
-		start := time.Now()
-		err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}})
-		took := time.Since(start)
-		switch {
-		case slowAfter > 0 && (err != nil || took >= c.store.timeout):
-			t.Fatalf("fallback after %v: %v after %v; want OK before the %v request timeout", slowAfter, err, took, c.store.timeout)
-		case slowAfter == 0 && took < c.store.timeout:
-			// Without the timer the write waits out the request timeout, and only then
-			// counts the read-optimized replica (coord.Write.OnTimeout).
-			t.Fatalf("no fallback timer: %v after %v; want it to wait the %v request timeout", err, took, c.store.timeout)
-		}
-		if slowAfter > 0 && (c.stored(t, "n1", "k") != "v" || c.stored(t, "n2", "k") != "v") {
-			t.Fatal("the write acknowledged after the fallback is not on n1 and n2")
-		}
-		t.Logf("fallback after %v: %v in %v", slowAfter, err, took.Round(time.Millisecond))
+	release := make(chan struct{})
+	defer close(release)
+	c := heteroTestCluster(t, coord.EngineAware{}, "n3", func(caller) caller { return hangingCaller{release} })
+	c.cfg.WriteSlowAfter, c.cfg.Timeout = 20*time.Millisecond, 10*time.Second
+	c.configure()
+	start := time.Now()
+	err := c.store.Apply([]row.Mutation{{Key: []byte("k"), Row: cell("v", 1)}})
+	took := time.Since(start)
+	if err != nil || took >= c.cfg.Timeout {
+		t.Fatalf("fallback after %v: %v after %v; want OK before the %v request timeout", c.cfg.WriteSlowAfter, err, took, c.cfg.Timeout)
+	}
+	if c.stored(t, "n1", "k") != "v" || c.stored(t, "n2", "k") != "v" {
+		t.Fatal("the write acknowledged after the fallback is not on n1 and n2")
 	}
 }
 
@@ -285,7 +328,8 @@ func TestAWriteAnswersWhileTheLocalReplicaStalls(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	c.store.local = &replica.Handler{Engine: stallingEngine{c.handlers["n1"].Engine, release}}
-	c.store.timeout = 300 * time.Millisecond
+	c.cfg.Timeout = 300 * time.Millisecond
+	c.configure()
 	// apply writes key, failing the test rather than hanging if the write does not answer.
 	apply := func(key string) (time.Duration, error) {
 		start, done := time.Now(), make(chan error, 1)
@@ -302,7 +346,7 @@ func TestAWriteAnswersWhileTheLocalReplicaStalls(t *testing.T) {
 		t.Fatalf("QUORUM write with the local replica stalled: %v after %v; want OK from the two others", err, took)
 	}
 	c.store.level = coord.All
-	if took, err := apply("k2"); !errors.Is(err, coord.ErrTimeout) || took > 2*c.store.timeout {
-		t.Fatalf("ALL write with the local replica stalled: %v after %v; want TIMEOUT at the %v deadline", err, took, c.store.timeout)
+	if took, err := apply("k2"); !errors.Is(err, coord.ErrTimeout) || took > 2*c.cfg.Timeout {
+		t.Fatalf("ALL write with the local replica stalled: %v after %v; want TIMEOUT at the %v deadline", err, took, c.cfg.Timeout)
 	}
 }

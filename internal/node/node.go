@@ -1,7 +1,13 @@
-// Package node is the driver of a single kura node: it opens the data directory and the
-// engine, serves the Redis protocol and the admin HTTP endpoints, and owns every goroutine
-// and socket that takes. The decisions (row merging, command semantics, engine internals)
-// live in the packages it wires; this one only starts, connects and stops them.
+// Package node is the driver of a kura node: it opens the data directory and the engine,
+// opens the listeners, serves the Redis protocol and the admin endpoints, and in cluster
+// mode runs gossip, the internode transport, hints and refills. It owns every goroutine,
+// socket, timer and file that takes, and moves bytes between them and the node's state
+// machine (package machine), which makes every cluster decision: which replicas a request
+// goes to, when it times out or falls back, what is hinted, replayed or announced. Command
+// semantics are package resp's, placement package ring's, movement plans package move's,
+// the admin surface and metrics package admin's; this one starts, connects and stops
+// them. The one decision left here is the join's wait for nodes joining at the same time
+// (waitForEarlierJoiners), which ring versions will replace.
 package node
 
 import (
@@ -19,15 +25,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/access"
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/datadir"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/btree"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/engine/tiered"
 	"github.com/kuradb/kura/internal/hlc"
+	"github.com/kuradb/kura/internal/listener"
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
 )
@@ -35,17 +44,26 @@ import (
 // Version is reported by INFO; the kura binary sets it.
 var Version = "dev"
 
+// Errors Start returns when the data directory cannot be used (package datadir).
+var (
+	// ErrDataDir means the data directory cannot be created, read or written.
+	ErrDataDir = datadir.ErrUnusable
+	// ErrEngineMismatch means the data directory holds another engine's data.
+	ErrEngineMismatch = datadir.ErrEngineMismatch
+)
+
 // Node is a running single node. Start it with Start and stop it with Shutdown.
 type Node struct {
 	cfg      config.Config
 	log      *slog.Logger
-	dir      *dataDir
+	dir      *datadir.Dir
 	eng      engine.Engine
 	resp     *resp.Server
 	respLn   net.Listener
 	respDone chan error
-	admin    *adminServer
+	admin    *admin.Server
 	migrator *tiered.Migrator            // nil unless the engine is tiered
+	tiers    *admin.Tiers                // the tiered engine for /tiers; nil unless tiered
 	cluster  *clusterNode                // nil for a single node
 	clusterP atomic.Pointer[clusterNode] // cluster, for the admin server's goroutines
 	host     string
@@ -77,11 +95,11 @@ func Start(cfg config.Config, log *slog.Logger) (*Node, error) {
 // start does Start's work; on error, Start undoes whatever it got running.
 func (n *Node) start() (err error) {
 	cfg, log := n.cfg, n.log
-	tiers, err := newDirTiers(cfg)
+	dirs, err := datadir.TiersOf(cfg)
 	if err != nil {
 		return err
 	}
-	if n.dir, err = openDataDir(cfg.DataDir, cfg.Engine, tiers, n.started); err != nil {
+	if n.dir, err = datadir.Open(cfg.DataDir, cfg.Engine, dirs, n.started); err != nil {
 		return err
 	}
 	clock := hlc.New(nil)
@@ -93,7 +111,7 @@ func (n *Node) start() (err error) {
 			CountWrites: cfg.TierCountWrites, FastCacheShare: cfg.TierFastCacheShare,
 			DropFastPageCache: !cfg.TierFastPageCache}
 	}
-	engineDir := n.dir.engineDir(cfg.Engine)
+	engineDir := n.dir.EngineDir(cfg.Engine)
 	if cfg.Engine == "btree" && cfg.BTreeDir != "" {
 		// A B+tree file left in the data directory would be silently replaced by an empty
 		// one elsewhere: this replica's rows would vanish.
@@ -105,23 +123,23 @@ func (n *Node) start() (err error) {
 	if n.eng, err = catalog.Open(cfg.Engine, engineDir, eo); err != nil {
 		return fmt.Errorf("node: open %s engine in %s: %w", cfg.Engine, cfg.DataDir, err)
 	}
-	reg := newRegistry(n.eng)
+	reg := admin.NewRegistry(n.eng)
 	if db, ok := n.eng.(*tiered.DB); ok {
-		n.migrator, err = tiered.NewMigrator(db, tiered.MigratorConfig{BudgetBytes: cfg.FastBudgetBytes,
-			MoveBytesPerSecond: cfg.TierMoveBytesPerSecond, Logger: log})
+		if n.tiers, err = n.startMigrator(db); err != nil {
+			return err
+		}
+		reg.MustRegister(admin.NewTierCollector(n.tiers))
+	}
+	if n.respLn, err = listener.Listen(listener.Clients, cfg.Listen); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if cfg.AdminListen != "" {
+		ln, err := listener.Listen(listener.Admin, cfg.AdminListen)
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
-		n.migrator.Start()
-		reg.MustRegister(newTierCollector(db, n.migrator))
-	}
-	if n.respLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return fmt.Errorf("node: listen for clients on %s: %w", cfg.Listen, err)
-	}
-	if cfg.AdminListen != "" {
-		if n.admin, err = startAdmin(cfg.AdminListen, reg, &n.draining, n.serveCluster, n.serveTiers, n.serveRebuild, n.serveStore, log); err != nil {
-			return fmt.Errorf("node: listen for admin on %s: %w", cfg.AdminListen, err)
-		}
+		n.admin = admin.Serve(ln, admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
+			Rebuild: n.rebuild, Tiers: n.tiers, Engine: n.eng, Logger: log})
 	}
 	var store resp.Store = n.eng
 	if cfg.Clustered() {
@@ -137,6 +155,26 @@ func (n *Node) start() (err error) {
 	ln := n.respLn
 	go func() { n.respDone <- n.resp.Serve(ln) }()
 	return nil
+}
+
+// startMigrator starts the tiered engine's migrator, and returns what the admin endpoints
+// report of the tiers.
+func (n *Node) startMigrator(db *tiered.DB) (*admin.Tiers, error) {
+	cfg := n.cfg
+	var err error
+	n.migrator, err = tiered.NewMigrator(db, tiered.MigratorConfig{BudgetBytes: cfg.FastBudgetBytes,
+		MoveBytesPerSecond: cfg.TierMoveBytesPerSecond, Logger: n.log})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.migrator.Start()
+	slowDir := cfg.SlowDir
+	if slowDir == "" {
+		slowDir = n.dir.EngineDir(cfg.Engine)
+	}
+	return &admin.Tiers{DB: db, Migrator: n.migrator, Node: n.dir.ID(), Host: n.host, FastDir: cfg.FastDir,
+		SlowDir: slowDir, Window: cfg.TierWindow, MinReads: cfg.TierMinReads, CountWrites: cfg.TierCountWrites,
+		Started: n.started, Logger: n.log}, nil
 }
 
 func engineOptions(cfg config.Config) catalog.Options {
@@ -174,7 +212,7 @@ func rowCache(configured int64) int64 {
 
 // member is this node's entry in the cluster view, before tokens and status.
 func (n *Node) member() cluster.Member {
-	return cluster.Member{ID: ring.NodeID(n.dir.id), Host: n.host, Rack: n.cfg.Rack, Engine: n.cfg.Engine,
+	return cluster.Member{ID: ring.NodeID(n.dir.ID()), Host: n.host, Rack: n.cfg.Rack, Engine: n.cfg.Engine,
 		Role: n.eng.Role(), ClientAddr: n.respLn.Addr().String(), GossipAddr: n.cfg.GossipListen,
 		AdminAddr: n.AdminAddr()}
 }
@@ -217,11 +255,31 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 
 // topology answers KURA.TOPOLOGY: the cluster status of /cluster, as JSON.
 func (n *Node) topology() ([]byte, error) {
-	c := n.clusterP.Load()
-	if c == nil {
+	st, ok := n.clusterStatus()
+	if !ok {
 		return nil, errors.New("this node is not part of a cluster")
 	}
-	return json.Marshal(c.status())
+	return json.Marshal(st)
+}
+
+// clusterStatus is the node's view for /cluster and KURA.TOPOLOGY; false when the node is
+// not in cluster mode.
+func (n *Node) clusterStatus() (admin.ClusterStatus, bool) {
+	c := n.clusterP.Load()
+	if c == nil {
+		return admin.ClusterStatus{}, false
+	}
+	return c.status(), true
+}
+
+// rebuild starts a rebuild of this replica from its peers (/rebuild); false when the node
+// is not in cluster mode.
+func (n *Node) rebuild() (bool, error) {
+	c := n.clusterP.Load()
+	if c == nil {
+		return false, nil
+	}
+	return true, c.rebuild()
 }
 
 // infoSections is the node's part of INFO: the engine and its durability.
@@ -254,7 +312,7 @@ func diskReserve(b int64) int64 {
 }
 
 // ID returns the node's ID, kept in its data directory's NODE.json.
-func (n *Node) ID() string { return n.dir.id }
+func (n *Node) ID() string { return n.dir.ID() }
 
 // Host returns the label of the machine the node runs on (--host, or the hostname).
 func (n *Node) Host() string { return n.host }
@@ -278,7 +336,7 @@ func (n *Node) AdminAddr() string {
 	if n.admin == nil {
 		return ""
 	}
-	return n.admin.addr()
+	return n.admin.Addr()
 }
 
 // Shutdown stops the node gracefully: /healthz turns 503, the client listener closes,
@@ -316,10 +374,10 @@ func (n *Node) closeAll(ctx context.Context) error {
 		errs = append(errs, n.eng.Close())
 	}
 	if n.admin != nil {
-		errs = append(errs, n.admin.close(ctx))
+		errs = append(errs, n.admin.Close(ctx))
 	}
 	if n.dir != nil {
-		errs = append(errs, n.dir.close())
+		errs = append(errs, n.dir.Close())
 	}
 	return errors.Join(errs...)
 }

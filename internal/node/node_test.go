@@ -193,26 +193,6 @@ func TestNodeIDIsGeneratedOnceAndKept(t *testing.T) {
 	}
 }
 
-func TestDataDirWithoutIDGetsOneOnce(t *testing.T) {
-	cfg := testConfig(t, "memory")
-	legacy := `{"format": 1, "engine": "memory", "created": "2026-11-20T00:00:00Z"}`
-	if err := os.WriteFile(filepath.Join(cfg.DataDir, metaFile), []byte(legacy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for range 2 {
-		n, err := Start(cfg, quiet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, n.ID())
-		_ = n.Shutdown(context.Background())
-	}
-	if ids[0] == "" || ids[0] != ids[1] {
-		t.Errorf("IDs across restarts of a legacy directory: %q", ids)
-	}
-}
-
 // --btree-dir puts the B+tree file in a directory of its own, where a restart finds it;
 // a data directory that already holds a B+tree file refuses to move it silently.
 func TestBTreeDirHoldsTheBTreeFile(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,81 +13,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
-
-// Every key this node replicates lies in exactly one refill task's key ranges, and a key
-// it does not replicate in none; sources are the key's other replicas, write-optimized
-// first.
-func TestRefillTasksCoverExactlyTheRangesANodeReplicates(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	roles := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
-	for trial := range 20 {
-		taken := map[ring.Token]bool{}
-		var nodes []ring.Node
-		for h := range 2 + rng.IntN(4) {
-			for _, role := range roles {
-				nodes = append(nodes, ring.Node{ID: ring.NodeID(fmt.Sprintf("h%d-%d", h, role)), Host: fmt.Sprintf("h%d", h),
-					Role: role, Tokens: ring.RandomTokens(rng, 1+rng.IntN(8), taken)})
-				for _, tk := range nodes[len(nodes)-1].Tokens {
-					taken[tk] = true
-				}
-			}
-		}
-		r, err := ring.New(nodes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		self := nodes[rng.IntN(len(nodes))].ID
-		tasks := refillTasks(r, ring.EngineDiverse{}, 3, self)
-		for range 500 {
-			key := fmt.Appendf(nil, "key%d", rng.Uint64())
-			ek := ring.EngineKey(key)
-			set := ring.EngineDiverse{}.Replicas(r, ring.TokenOf(key), 3)
-			var in []refillTask
-			for _, task := range tasks {
-				for _, kr := range task.keys {
-					if (kr.Lo == nil || string(ek) >= string(kr.Lo)) && (kr.Hi == nil || string(ek) < string(kr.Hi)) {
-						in = append(in, task)
-					}
-				}
-			}
-			if !slices.Contains(set, self) {
-				if len(in) != 0 {
-					t.Fatalf("trial %d: %q (replicas %v) is in %d refill tasks of %s", trial, key, set, len(in), self)
-				}
-				continue
-			}
-			if len(in) != 1 {
-				t.Fatalf("trial %d: %q (replicas %v) is in %d refill tasks of %s, want 1", trial, key, set, len(in), self)
-			}
-			want := slices.DeleteFunc(slices.Clone(set), func(id ring.NodeID) bool { return id == self })
-			if got := in[0].sources; len(got) != len(want) || !sameSet(got, want) {
-				t.Fatalf("trial %d: sources %v, want %v", trial, got, want)
-			}
-			if n, _ := r.Node(in[0].sources[0]); len(want) > 0 && slices.ContainsFunc(want, func(id ring.NodeID) bool {
-				m, _ := r.Node(id)
-				return m.Role == ring.WriteOptimized
-			}) && n.Role != ring.WriteOptimized {
-				t.Fatalf("trial %d: sources %v do not start with the write-optimized replica", trial, in[0].sources)
-			}
-		}
-	}
-}
-
-func sameSet(a, b []ring.NodeID) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
 
 func heteroConfig(t *testing.T, eng, host, seed string) config.Config {
 	c := clusterConfig(t, host, seed)
@@ -152,11 +82,11 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	if err := n2.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.state.Load().members[id2].Up })
+	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.member(id2).Up })
 	if err := c1.Set(ctx, "x", "acknowledged", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	n1.cluster.hintq.sync() // the coordinator stores hints off the request path
+	n1.cluster.hintq.Sync() // the coordinator stores hints off the request path
 	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 100, func([]row.Mutation) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +94,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n2.Shutdown(ctx)
-	eventually(t, "n2 is up again", func() bool { return n1.cluster.state.Load().members[id2].Up })
+	eventually(t, "n2 is up again", func() bool { return n1.cluster.member(id2).Up })
 
 	// The memory node restarts empty and holds its refill until released.
 	release := make(chan struct{})
@@ -173,7 +103,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	if err := n3.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.state.Load().members[id3].Up })
+	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.member(id3).Up })
 	if n3, err = Start(cfg3, keptLog(t, "n3 restarted")); err != nil {
 		close(release)
 		t.Fatal(err)
@@ -186,10 +116,10 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 		}
 	}()
 	eventually(t, "n1 sees n3 up and refilling", func() bool {
-		m := n1.cluster.state.Load().members[id3]
+		m := n1.cluster.member(id3)
 		return m.Up && m.Refilling
 	})
-	if st := n1.cluster.status(); !slices.ContainsFunc(st.Members, func(m MemberStatus) bool { return m.ID == string(id3) && m.Refilling }) {
+	if st := n1.cluster.status(); !slices.ContainsFunc(st.Members, func(m admin.MemberStatus) bool { return m.ID == string(id3) && m.Refilling }) {
 		t.Errorf("status does not show n3 refilling: %+v", st.Members)
 	}
 	if _, found, _ := n3.cluster.handler.Engine.Get(ring.EngineKey([]byte("x"))); found {
@@ -200,7 +130,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 	if _, err := n3.cluster.handler.Read([]byte("x"), false); !errors.Is(err, replica.ErrRefilling) {
 		t.Fatalf("a refilling replica answered a read: %v", err)
 	}
-	for _, r := range n1.cluster.replicas([]byte("x")) {
+	for _, r := range n1.cluster.machine.Replicas([]byte("x")) {
 		if r.ID == id3 && !r.Refilling {
 			t.Fatal("n1's replica set does not mark n3 refilling")
 		}
@@ -215,7 +145,7 @@ func TestRestartedMemoryNodeRefillsBeforeServingReads(t *testing.T) {
 
 	close(release)
 	released = true
-	eventually(t, "n1 sees n3 refilled", func() bool { return !n1.cluster.state.Load().members[id3].Refilling })
+	eventually(t, "n1 sees n3 refilled", func() bool { return !n1.cluster.member(id3).Refilling })
 	for i := range keys {
 		key := fmt.Sprint("k", i)
 		if r, err := n3.cluster.handler.Read([]byte(key), false); err != nil || !r.Found {
@@ -258,7 +188,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 	if err := n2.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.state.Load().members[id2].Up })
+	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.member(id2).Up })
 	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 	defer c1.Close()
 	const keys = 200
@@ -267,7 +197,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n1.cluster.hintq.sync() // the coordinator stores hints off the request path
+	n1.cluster.hintq.Sync() // the coordinator stores hints off the request path
 	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +205,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n2.Shutdown(ctx)
-	eventually(t, "n2 is up again", func() bool { return n1.cluster.state.Load().members[id2].Up })
+	eventually(t, "n2 is up again", func() bool { return n1.cluster.member(id2).Up })
 	if r, _ := n2.cluster.handler.Read([]byte("y0"), false); r.Found {
 		t.Fatal("n2 has y0 before the rebuild: the test would prove nothing")
 	}
@@ -301,7 +231,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 	if code, body := post(); code != http.StatusOK {
 		t.Fatalf("POST /rebuild: %d %s", code, body)
 	}
-	eventually(t, "n1 sees n2 refilling", func() bool { return n1.cluster.state.Load().members[id2].Refilling })
+	eventually(t, "n1 sees n2 refilling", func() bool { return n1.cluster.member(id2).Refilling })
 	if code, body := post(); code != http.StatusConflict {
 		t.Fatalf("a second POST /rebuild during the first: %d %s, want 409", code, body)
 	}
@@ -310,7 +240,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 	}
 	close(release)
 	released = true
-	eventually(t, "n1 sees n2 rebuilt", func() bool { return !n1.cluster.state.Load().members[id2].Refilling })
+	eventually(t, "n1 sees n2 rebuilt", func() bool { return !n1.cluster.member(id2).Refilling })
 	for i := range keys {
 		key := fmt.Sprint("y", i)
 		if r, err := n2.cluster.handler.Read([]byte(key), false); err != nil || !r.Found {
@@ -343,7 +273,7 @@ func TestRebuildDiscardsTheHintsItCovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "n1 sees n2 rebuilt", func() bool {
-		m := n1.cluster.state.Load().members[id2]
+		m := n1.cluster.member(id2)
 		return !m.Refilling && !m.Refilled.IsZero()
 	})
 	late := row.Mutation{Key: []byte("late"), Row: cell("v", time.Now().UnixMicro())}

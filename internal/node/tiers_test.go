@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/config"
 )
 
@@ -38,7 +39,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	var st TiersStatus
+	var st admin.TiersStatus
 	for {
 		// Keep reading three keys until a window in which they were read has been
 		// decided on.
@@ -51,7 +52,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("/tiers = %d %s", code, body)
 		}
-		st = TiersStatus{}
+		st = admin.TiersStatus{}
 		if err := json.Unmarshal([]byte(body), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 	// promoted on read, within the promotion queue's drain interval.
 	deadline = time.Now().Add(20 * time.Second)
 	var fastKeys int64
-	for fastKeys = n.tiersStatus(time.Now()).Tiers[0].Keys; fastKeys != 20 || n.tiersStatus(time.Now()).InBoth != 0; fastKeys = n.tiersStatus(time.Now()).Tiers[0].Keys {
+	for fastKeys = n.tiers.Status(time.Now()).Tiers[0].Keys; fastKeys != 20 || n.tiers.Status(time.Now()).InBoth != 0; fastKeys = n.tiers.Status(time.Now()).Tiers[0].Keys {
 		if time.Now().After(deadline) {
 			t.Fatalf("after reading all 20 keys the fast tier holds %d", fastKeys)
 		}
@@ -109,7 +110,7 @@ func TestTieredNodeMovesReadKeysToTheFastDirectory(t *testing.T) {
 	if got := c2.Get(ctx, "k02").Val(); got != "v2" {
 		t.Errorf("after restart GET k02 = %q", got)
 	}
-	if st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != fastKeys || st.Tiers[0].Reads != 1 {
+	if st := n.tiers.Status(time.Now()); st.Tiers[0].Keys != fastKeys || st.Tiers[0].Reads != 1 {
 		t.Errorf("after restart the fast tier holds %d keys and served %d reads, want %d and 1", st.Tiers[0].Keys, st.Tiers[0].Reads, fastKeys)
 	}
 }
@@ -216,7 +217,7 @@ func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Shutdown(context.Background())
-	if st := n.tiersStatus(time.Now()); !st.CountWrites {
+	if st := n.tiers.Status(time.Now()); !st.CountWrites {
 		t.Errorf("/tiers: count writes %v: want true", st.CountWrites)
 	}
 	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
@@ -234,12 +235,12 @@ func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 		write()
 	}
 	time.Sleep(100 * time.Millisecond) // a promotion under way would show by now
-	if st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != 0 {
+	if st := n.tiers.Status(time.Now()); st.Tiers[0].Keys != 0 {
 		t.Fatalf("writes alone moved rows to the fast tier: %+v", st.Tiers)
 	}
 	// Beside reads of another key: the rows move, from what the writes left.
 	deadline := time.Now().Add(20 * time.Second)
-	for st := n.tiersStatus(time.Now()); st.Tiers[0].Keys != 5 || st.InBoth != 0; st = n.tiersStatus(time.Now()) {
+	for st := n.tiers.Status(time.Now()); st.Tiers[0].Keys != 5 || st.InBoth != 0; st = n.tiers.Status(time.Now()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("rows SET beside reads did not all reach the fast tier: %+v", st.Tiers)
 		}
@@ -249,7 +250,7 @@ func TestTieredNodeCountsWritesWhenAsked(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if st := n.tiersStatus(time.Now()); st.PromotedOnWrite != 5 || st.PromotedOnRead != 5 {
+	if st := n.tiers.Status(time.Now()); st.PromotedOnWrite != 5 || st.PromotedOnRead != 5 {
 		t.Errorf("promoted %d rows, %d of them on write: want the 5 rows SET, from their writes", st.PromotedOnRead, st.PromotedOnWrite)
 	}
 	if got := c.Get(ctx, "w2").Val(); got != "v" {
@@ -300,7 +301,7 @@ func TestTiersBudgetChangesOverTheAdminAddress(t *testing.T) {
 		return resp.StatusCode, string(body)
 	}
 	code, body := post("budget_bytes=4096")
-	var st TiersStatus
+	var st admin.TiersStatus
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || st.BudgetBytes != 4096 {
 		t.Fatalf("POST budget_bytes=4096: %d %s", code, body)
 	}
@@ -310,7 +311,7 @@ func TestTiersBudgetChangesOverTheAdminAddress(t *testing.T) {
 		}
 	}
 	_, body = get(t, "http://"+n.AdminAddr()+"/tiers")
-	if st = (TiersStatus{}); json.Unmarshal([]byte(body), &st) != nil || st.BudgetBytes != 4096 {
+	if st = (admin.TiersStatus{}); json.Unmarshal([]byte(body), &st) != nil || st.BudgetBytes != 4096 {
 		t.Errorf("GET /tiers after the refused changes: %s", body)
 	}
 	if _, metrics := get(t, "http://"+n.AdminAddr()+"/metrics"); !strings.Contains(metrics, "kura_tier_fast_budget_bytes 4096") {

@@ -5,31 +5,42 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log/slog"
+	"net"
 	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kuradb/kura/internal/bench"
-	"github.com/kuradb/kura/internal/config"
-	"github.com/kuradb/kura/internal/node"
+	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/redistest"
+	"github.com/kuradb/kura/internal/resp"
 )
 
-// startKura starts a real single kura node with the memory engine on loopback.
+// startKura starts kura's Redis front end (a resp.Server, as a single node runs it) over
+// the memory engine on loopback. A whole node is not needed here, and the benchmark
+// client stays below the server in the import graph.
 func startKura(t *testing.T) string {
 	t.Helper()
-	c := config.Default()
-	c.Engine, c.DataDir = "memory", t.TempDir()
-	c.Listen, c.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	n, err := node.Start(c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
-	return n.Addr()
+	srv, err := resp.New(resp.Config{Store: eng, Clock: hlc.New(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		_ = srv.Shutdown(context.Background())
+		_ = eng.Close()
+	})
+	return ln.Addr().String()
 }
 
 // startRedis starts a redis-server on a free loopback port, or skips when it is not

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kuradb/kura/internal/node"
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/ring"
 )
 
@@ -65,7 +65,7 @@ func parseRole(s string) ring.Role {
 
 // newRouter builds a router from KURA.TOPOLOGY's reply.
 func newRouter(b []byte) (*router, error) {
-	var t node.ClusterStatus // the admin CLI reads /cluster's JSON into the same type
+	var t admin.ClusterStatus // the admin CLI reads /cluster's JSON into the same type
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("redis: KURA.TOPOLOGY: %w", err)
 	}

@@ -23,7 +23,7 @@ const (
 // between flushes (the hottest keys of a zipfian workload) would otherwise make every
 // read of it merge thousands of operands until a flush or compaction combines them: we
 // measured YCSB write-heavy throughput falling from 9.7k to 3.6k ops/s within a minute
-// that way (docs/benchmarks.md).
+// that way (docs/bench/engines.md).
 //
 // A collapse must not lose a write: the Set shadows every operand below its sequence
 // number, so it must contain all of them. Apply holds a stripe lock shared for the keys

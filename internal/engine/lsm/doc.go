@@ -61,7 +61,7 @@
 // Blind merges make a key's read cost grow with the operands written since the last
 // flush or compaction that combined them. Under a zipfian workload the hottest keys get
 // thousands of updates per memtable, and YCSB write-heavy throughput fell from 9.7k to 3.6k
-// ops/s within a minute (22k steady with collapses; docs/benchmarks.md). So when a read merges CollapseOperands operands (default 16) or more,
+// ops/s within a minute (22k steady with collapses; docs/bench/engines.md). So when a read merges CollapseOperands operands (default 16) or more,
 // the key is queued for a collapse: a background goroutine rewrites it as one Set of the
 // merged row, holding a lock that Apply shares for the keys of its batch, so that no
 // operand can slip between the collapse's read and its write (see collapse.go). The Set is

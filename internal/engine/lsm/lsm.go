@@ -58,7 +58,7 @@ type Options struct {
 	// size (an HDD), larger blocks cost a read no more seeks and shrink the index that
 	// should stay cached (about 27 MB for 3 GB of 1 KB rows at 4 KiB, by estimate), at the
 	// price of caching and reading a whole block for one row. Measured on the emulated
-	// HDD, 32 KiB blocks gained nothing once steady (docs/benchmarks.md): the page cache
+	// HDD, 32 KiB blocks gained nothing once steady (docs/benchmarks.md at 77be0fa): the page cache
 	// had been serving the index misses. Tables written before a change keep their blocks.
 	BlockSizeBytes int
 	// Logger receives pebble's log lines and background errors; nil discards them.
@@ -92,7 +92,7 @@ type Options struct {
 	// of the log in its own directory (WALDir or the data directory) takes over 100 ms,
 	// until that directory answers quickly again (pebble's WAL
 	// failover): a log on a disk that something else keeps busy (the heterogeneous
-	// hosts' B+tree file shares the log disk, docs/benchmarks.md) no longer stalls every
+	// hosts' B+tree file shares the log disk, docs/benchmarks.md at 77be0fa) no longer stalls every
 	// commit behind a slow fsync. Put it on another device. It is locked like the data
 	// directory; once used, a store opened without it refuses to start while logs may
 	// still be there.
@@ -283,7 +283,7 @@ func unlockAll(locks []*engine.DirLock) error {
 // two together), and up to two memtables are in memory (the mutable one and one being
 // flushed; pebble's MemTableStopWritesThreshold). Without it a 64 MiB cache next to 32 MiB
 // memtables cached no block at all under writes: every read went to the page cache or
-// the device (measured in docs/benchmarks.md, "Tiered storage").
+// the device (measured in docs/benchmarks.md at 77be0fa, "Tiered storage").
 func memtableReserve(opts Options) int64 { return 2 * int64(opts.MemTableSizeBytes) }
 
 // bloomBitsPerKey sizes the bloom filter of every sstable: 10 bits per key gives about 1%

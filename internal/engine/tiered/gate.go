@@ -14,7 +14,7 @@ const minReadShare = 0.1
 // minReadShare of the reads and writes the engine served in the previous window of the
 // tracker. A bulk load, or a node streaming its ranges from its peers, writes each row
 // once and reads none: counted, its rows would fill the fast tier, each to be displaced
-// by the rows clients read (a first try, docs/benchmarks.md: a 70 s load filled it with
+// by the rows clients read (a first try, docs/benchmarks.md at 77be0fa: a 70 s load filled it with
 // 50,173 rows written once, and five minutes later it served under 5% of reads). Under a
 // mixed workload writes count, and the hot rows are known twice as fast. The first
 // window counts none (nothing is known of reads yet). Time is passed in, in

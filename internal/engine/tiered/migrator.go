@@ -482,7 +482,7 @@ func (m *Migrator) Last() Decision {
 // (DB.captureWrites, noteWrite). Other writes move nothing: such a row moves at its next
 // read, from that read's capture. (Promoted as they were written, rows had nothing
 // captured and each promotion read the slow device: on the emulated HDD the fast tier
-// filled ten times slower than on reads alone, docs/benchmarks.md.)
+// filled ten times slower than on reads alone, docs/benchmarks.md at 77be0fa.)
 func (m *Migrator) Start() {
 	if m.started.CompareAndSwap(false, true) {
 		m.sampled.Add(1)

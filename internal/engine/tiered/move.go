@@ -253,7 +253,7 @@ func (db *DB) HomeOf(key []byte) Tier {
 // decision demotes only the lowest-scored rows, and a list of every fast row (300,000
 // on the emulated SSD) made each decision allocate tens of megabytes, which the Go heap
 // then kept, and which a node with a memory limit takes from the page cache that holds
-// the slow tier's pages (docs/benchmarks.md).
+// the slow tier's pages (docs/benchmarks.md at 77be0fa).
 func (db *DB) lowestFast(n int, reads func(key []byte) (int, float64)) []Candidate {
 	if n <= 0 {
 		return nil

@@ -1,0 +1,99 @@
+package admin
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/kuradb/kura/internal/cluster"
+	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// ClusterStatus is a cluster node's view as `kura admin` shows it, served as JSON on the
+// admin address at /cluster.
+type ClusterStatus struct {
+	Self              string         `json:"self"`
+	ReplicationFactor int            `json:"replication_factor"`
+	Placement         string         `json:"placement"`
+	Routing           string         `json:"routing"`
+	Members           []MemberStatus `json:"members"`
+	Tokens            []TokenOwner   `json:"tokens"`
+	Hints             []HintStatus   `json:"hints"`
+}
+
+// MemberStatus is one member in ClusterStatus.
+type MemberStatus struct {
+	ID        string `json:"id"`
+	Host      string `json:"host"`
+	Rack      string `json:"rack"`
+	Engine    string `json:"engine"`
+	Role      string `json:"role"`
+	Status    string `json:"status"`
+	Up        bool   `json:"up"`
+	Refilling bool   `json:"refilling,omitempty"` // an in-memory node pulling its rows back: not read from
+	// Behind: this node, or another live member as it announced, holds hints for it: its
+	// copy lacks writes until they are replayed, and load-aware reads go around it.
+	Behind     bool    `json:"behind,omitempty"`
+	ClientAddr string  `json:"client_addr"`
+	AdminAddr  string  `json:"admin_addr"`
+	Tokens     int     `json:"tokens"`
+	Load       int64   `json:"load"`      // bytes of data, as the member last announced
+	Owns       float64 `json:"owns"`      // share of the token space it owns as primary
+	OwnsRepl   float64 `json:"owns_repl"` // share of all replicated data it holds
+}
+
+// TokenOwner is one vnode token and its node.
+type TokenOwner struct {
+	Token int64  `json:"token"`
+	ID    string `json:"id"`
+}
+
+// HintStatus is the hints this node holds for one replica.
+type HintStatus struct {
+	Replica string `json:"replica"`
+	Hints   int64  `json:"hints"`
+	Bytes   int64  `json:"bytes"`
+	Dropped int64  `json:"dropped"`
+}
+
+// View is what a cluster node's status is built from.
+type View struct {
+	Self              ring.NodeID
+	ReplicationFactor int
+	Placement         string
+	Routing           string
+	Strategy          ring.Strategy
+	Ring              *ring.Ring // nil while no member owns tokens
+	Members           []cluster.Member
+	// Lagging reports whether some member holds hints for a member (MemberStatus.Behind).
+	Lagging func(ring.NodeID) bool
+	Hints   map[string]hint.Stats // the hints this node holds, by replica
+}
+
+// Status builds the node's ClusterStatus from v.
+func Status(v View) ClusterStatus {
+	out := ClusterStatus{Self: string(v.Self), ReplicationFactor: v.ReplicationFactor, Placement: v.Placement,
+		Routing: v.Routing}
+	var own, repl map[ring.NodeID]float64
+	if v.Ring != nil {
+		own, repl = v.Ring.Ownership(), ring.ReplicatedOwnership(v.Ring, v.Strategy, v.ReplicationFactor)
+		for _, n := range v.Ring.Nodes() {
+			for _, t := range n.Tokens {
+				out.Tokens = append(out.Tokens, TokenOwner{Token: int64(t), ID: string(n.ID)})
+			}
+		}
+		slices.SortFunc(out.Tokens, func(a, b TokenOwner) int { return cmp.Compare(a.Token, b.Token) })
+	}
+	for _, m := range v.Members {
+		out.Members = append(out.Members, MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
+			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == v.Self, Refilling: m.Refilling,
+			Behind:     v.Lagging(m.ID),
+			ClientAddr: m.ClientAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
+			Owns: own[m.ID], OwnsRepl: repl[m.ID]})
+	}
+	for target, s := range v.Hints {
+		out.Hints = append(out.Hints, HintStatus{Replica: target, Hints: s.Hints, Bytes: s.Bytes, Dropped: s.Dropped})
+	}
+	slices.SortFunc(out.Hints, func(a, b HintStatus) int { return cmp.Compare(a.Replica, b.Replica) })
+	return out
+}
