@@ -17,11 +17,11 @@
 # apiece: the page cache then goes to whichever node reads, as on one machine. The lsm
 # node's caches are anonymous memory the kernel cannot take back: with them at their
 # defaults here the B+tree got less than 160 MiB; shrink them too (HETERO_FLAGS, see
-# docs/benchmarks.md, 2026-11-24). KURA_EMU_MODEL=seek gives the HDDs a disk head's
+# docs/benchmarks.md at 77be0fa, 2026-11-24). KURA_EMU_MODEL=seek gives the HDDs a disk head's
 # timing instead of the block throttle (docs/design/emulated-disks.md), for latencies at a
 # fixed rate. Any variable of bench-hetero.sh can be overridden from the environment. It takes about
 # 35 minutes; the images need about 24 GB of free disk under /var/tmp/kura-disks.
-# docs/benchmarks.md has the results and the reasons for each setting.
+# docs/bench/heterogeneous.md has the results; the reasons for each setting are in docs/benchmarks.md at 77be0fa.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/hetero-hdd}
@@ -62,7 +62,7 @@ HINTS_ROOT=""
 # The heterogeneous cluster's logs fail over to the data disk while a sync of the log
 # disk takes over 100 ms (--lsm-wal-failover-dir): on its hosts the B+tree's writeback
 # held the log's fsyncs for 1.2 s on average, and every commit behind them
-# (docs/benchmarks.md, 2026-11-24). The homogeneous hosts' log disks hold nothing else
+# (docs/benchmarks.md at 77be0fa, 2026-11-24). The homogeneous hosts' log disks hold nothing else
 # (no sync of 250 ms or more through write-only), and failing over to their busy data
 # disks they did worse in the one run that tried. FAILOVER= leaves it out; FAILOVER=both gives it
 # to both clusters.
