@@ -5,9 +5,10 @@
 // It is pure, like etcd's raft.RawNode: a request is a state machine that takes inputs
 // (the replica set with its liveness, replica responses, the deadline passing) and
 // returns effects (send a write or a read to a replica, store a hint, reply to the
-// client). It never reads the clock, starts goroutines or touches the network; the node
-// (the driver) carries effects out and feeds responses back, and the simulator does the
-// same in virtual time.
+// client). It never reads the clock, starts goroutines or touches the network. The node's
+// machine (package machine) wraps each request with its timers and the node-wide routing
+// inputs; the node (the driver) carries the effects out and feeds responses back, and a
+// simulator does the same in virtual time.
 //
 // Which replicas to ask and whose answers count is a Policy. Uniform is Cassandra's
 // behaviour: writes go to every live replica and any W acknowledgements complete them;

@@ -10,8 +10,8 @@ type Effect interface{ effect() }
 
 // SendWrite asks replica To to apply Mutation. Repair marks the writes read repair sends;
 // Async the writes the request does not wait for unless it falls back on them (the
-// read-optimized replica's under EngineAware), which the driver paces with an
-// AsyncPace per replica.
+// read-optimized replica's under EngineAware), which the node's machine paces per replica
+// (route.Pace).
 type SendWrite struct {
 	To       ring.NodeID
 	Mutation row.Mutation

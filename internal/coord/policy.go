@@ -27,7 +27,7 @@ type Replica struct {
 	// unknown). LoadAware reads ask an overloaded replica last.
 	Latency time.Duration
 	// Backlogged marks a replica whose writes are sent without waiting for it and whose
-	// pace (AsyncPace) takes no more now: EngineAware defers its write to a hint instead,
+	// pace (route.Pace) takes no more now: EngineAware defers its write to a hint instead,
 	// so that a read-optimized replica that cannot keep up lags and catches up from hints
 	// rather than taking the disk or the cores its host's other replicas need.
 	Backlogged bool

@@ -385,7 +385,8 @@ func TestLocalReadsRunInlineOnlyWhenNoTimerNeedsThem(t *testing.T) {
 		{ring.InMemory, 20 * time.Millisecond, true},
 	} {
 		s := newSim(t, Config{Policy: coord.EngineAware{}, ReadSlowAfter: tc.fallback}, tc.role, ring.WriteOptimized, ring.WriteOptimized)
-		op, _ := s.n.StartRead(s.now, []byte("k"), coord.Quorum)
+		op := &ReadOp{}
+		s.n.StartRead(op, s.now, []byte("k"), coord.Quorum)
 		if op.LocalInline() != tc.inline {
 			t.Errorf("%v with fallback %v: inline %v", tc.role, tc.fallback, op.LocalInline())
 		}

@@ -21,13 +21,15 @@ type ReadOp struct {
 	replied  bool
 }
 
-// StartRead begins coordinating a read of key at level, at now.
-func (n *Node) StartRead(now time.Time, key []byte, level coord.Level) (*ReadOp, Ready) {
+// StartRead begins coordinating a read of key at level, at now, in op, which the caller
+// owns (see StartWrite) and must not touch until the op has replied. op's previous
+// state, if any, is discarded.
+func (n *Node) StartRead(op *ReadOp, now time.Time, key []byte, level coord.Level) Ready {
 	replicas := n.Replicas(key)
 	if n.load != nil {
 		replicas = n.load.Annotate(key, replicas, now)
 	}
-	op := &ReadOp{n: n, replicas: replicas, start: now, deadline: now.Add(n.cfg.Timeout)}
+	*op = ReadOp{n: n, replicas: replicas, start: now, deadline: now.Add(n.cfg.Timeout)}
 	rd, fx := coord.StartRead(key, level, replicas, n.cfg.Policy, n.cfg.Repair)
 	op.rd = rd
 	r := op.ready(now, fx)
@@ -41,7 +43,7 @@ func (n *Node) StartRead(now time.Time, key []byte, level coord.Level) (*ReadOp,
 			op.slowAt = now.Add(after)
 		}
 	}
-	return op, r
+	return r
 }
 
 // Answer takes replica from's answer to a read, which came at at.

@@ -18,8 +18,10 @@ type Ready struct {
 	SlowWrite *SlowWrite
 }
 
-// take moves fx's reply, if any, into r, and keeps the other effects.
+// take moves fx's reply, if any, into r, and keeps the other effects in fx's own array
+// (coord returns a new slice with every input, so the request path allocates no other).
 func (r *Ready) take(fx []coord.Effect) {
+	r.Effects = fx[:0]
 	for _, e := range fx {
 		if reply, ok := e.(coord.Reply); ok {
 			r.Reply, r.Replied = reply, true

@@ -171,9 +171,8 @@ func (s *sim) startWrite(key string, level coord.Level) *write {
 	w := &write{s: s, start: s.now}
 	m := row.Mutation{Key: []byte(key), Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte("v"),
 		Timestamp: s.now.UnixMicro()}}}}
-	op, r := s.n.StartWrite(s.now, m, level)
-	w.op = op
-	w.handle(r)
+	w.op = &WriteOp{}
+	w.handle(s.n.StartWrite(w.op, s.now, m, level))
 	return w
 }
 
@@ -241,9 +240,8 @@ type read struct {
 // readSync reads key at level and runs the simulation until the read replies.
 func (s *sim) readSync(key string, level coord.Level) *read {
 	rd := &read{s: s, start: s.now}
-	op, r := s.n.StartRead(s.now, []byte(key), level)
-	rd.op = op
-	rd.handle(r)
+	rd.op = &ReadOp{}
+	rd.handle(s.n.StartRead(rd.op, s.now, []byte(key), level))
 	s.runUntil("the read of "+key+" replies", func() bool { return rd.reply != nil })
 	return rd
 }

@@ -24,8 +24,10 @@ type WriteOp struct {
 	trace    *writeTrace // nil unless slow writes are logged
 }
 
-// StartWrite begins coordinating m at level, at now.
-func (n *Node) StartWrite(now time.Time, m row.Mutation, level coord.Level) (*WriteOp, Ready) {
+// StartWrite begins coordinating m at level, at now, in op, which the caller owns (so that
+// a driver can reuse ops: the request path allocates none) and must not touch until the
+// op is Done. op's previous state, if any, is discarded.
+func (n *Node) StartWrite(op *WriteOp, now time.Time, m row.Mutation, level coord.Level) Ready {
 	replicas := n.Replicas(m.Key)
 	if n.pacer != nil {
 		replicas = n.pacer.Annotate(replicas, now)
@@ -33,7 +35,7 @@ func (n *Node) StartWrite(now time.Time, m row.Mutation, level coord.Level) (*Wr
 	if n.load != nil {
 		n.load.Wrote(m.Key, now)
 	}
-	op := &WriteOp{n: n, replicas: replicas, start: now, deadline: now.Add(n.cfg.Timeout)}
+	*op = WriteOp{n: n, replicas: replicas, start: now, deadline: now.Add(n.cfg.Timeout)}
 	if n.cfg.SlowWriteAfter > 0 {
 		op.trace = &writeTrace{start: now}
 	}
@@ -43,7 +45,7 @@ func (n *Node) StartWrite(now time.Time, m row.Mutation, level coord.Level) (*Wr
 	if !r.Replied && n.cfg.WriteSlowAfter > 0 && w.WaitsForCounted() {
 		op.slowAt = now.Add(n.cfg.WriteSlowAfter)
 	}
-	return op, r
+	return r
 }
 
 // Answer takes replica from's answer (nil: applied), which came at at.

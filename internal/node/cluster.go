@@ -317,7 +317,11 @@ func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
 	if !ok || m.InternodeAddr == "" {
 		return nil, fmt.Errorf("node: no internode address for %s", id)
 	}
-	return c.peers.Get(string(id), m.InternodeAddr)
+	cl, err := c.peers.Get(string(id), m.InternodeAddr)
+	if err != nil {
+		return nil, err // not a nil *Client in a non-nil caller
+	}
+	return cl, nil
 }
 
 // internodeStats is what the internode transport wrote, for metrics.
@@ -441,6 +445,8 @@ func (c *clusterNode) every(d time.Duration, f func()) {
 	}
 }
 
+// replayHints is one round of replay: it discards the hints a rebuild covered, then
+// replays to each replica that is up.
 func (c *clusterNode) replayHints() {
 	for target, s := range c.hints.Stats() {
 		id := ring.NodeID(target)

@@ -99,7 +99,8 @@ func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
 // hints) in the background.
 func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
 	start := time.Now()
-	op, r := s.m.StartWrite(start, m, level)
+	op := writeOps.Get().(*machine.WriteOp)
+	r := s.m.StartWrite(op, start, m, level)
 	ctx := lazyctx.WithDeadline(context.Background(), op.Deadline())
 	results := make(chan writeResult, op.MaxAnswers()) // one answer per replica: sends never block
 	s.runWrite(ctx, op, r.Effects, results)
@@ -122,28 +123,35 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
 		s.log.Warn("slow write", "took", sw.Took.Round(time.Millisecond), "replicas", sw.Replicas,
 			"coordinator_own", sw.Own.Round(time.Millisecond), "err", sw.Err, "slow_writes_not_logged", sw.NotLogged)
 	}
-	finish := func() {
-		for !op.Done() {
-			var fx machine.Ready
-			select {
-			case a := <-results:
-				fx = op.Answer(a.at, a.from, a.err)
-			case <-t.c(): // the deadline: it leaves nothing pending
-				fx = op.Timer(time.Now())
-				t.fired()
-			}
-			s.runWrite(ctx, op, fx.Effects, results)
-			t.arm(op.Next())
-		}
-		t.stop()
-		ctx.Release()
-	}
 	if op.Done() {
-		finish()
+		s.finish(ctx, op, t, results)
 	} else {
-		go finish() // the rest of the replicas' answers, for hints
+		go s.finish(ctx, op, t, results) // the rest of the replicas' answers, for hints
 	}
 	return r.Reply.Err
+}
+
+// writeOps recycles the machine's write ops, once done.
+var writeOps = sync.Pool{New: func() any { return new(machine.WriteOp) }}
+
+// finish takes a replied write's remaining answers, and its deadline, until the op is
+// done, then releases what the write held.
+func (s *clusterStore) finish(ctx *lazyctx.Context, op *machine.WriteOp, t opTimer, results chan writeResult) {
+	for !op.Done() {
+		var r machine.Ready
+		select {
+		case a := <-results:
+			r = op.Answer(a.at, a.from, a.err)
+		case <-t.c(): // the deadline: it leaves nothing pending
+			r = op.Timer(time.Now())
+			t.fired()
+		}
+		s.runWrite(ctx, op, r.Effects, results)
+		t.arm(op.Next())
+	}
+	t.stop()
+	ctx.Release()
+	writeOps.Put(op)
 }
 
 // runWrite carries out a write's effects.
@@ -165,8 +173,7 @@ func (s *clusterStore) runWrite(ctx context.Context, op *machine.WriteOp, fx []c
 				continue
 			}
 			payload := wire.AppendWriteRequest(nil, &wire.WriteRequest{Mutations: []row.Mutation{e.Mutation}})
-			answer := s.writeAnswer(e, results)
-			s.send(ctx, e.To, wire.MethodWrite, payload, func(_ []byte, err error) { answer(err) })
+			s.send(ctx, e.To, wire.MethodWrite, payload, s.writeAnswer(e.To, e.Async, results))
 		case coord.StoreHint:
 			if s.hints != nil {
 				_ = s.hints.Add(string(e.For), e.Mutation, time.Now())
@@ -178,19 +185,20 @@ func (s *clusterStore) runWrite(ctx context.Context, op *machine.WriteOp, fx []c
 		// In a goroutine, unlike a local read: an engine's write can stall for seconds (a
 		// B+tree commit held up by writeback on a slow disk, an LSM write stall), and the
 		// request must still answer at its deadline. results has room for every answer.
-		answer, m := s.writeAnswer(*local, results), local.Mutation
-		go func() { answer(s.local.Write([]row.Mutation{m})) }()
+		answer, m := s.writeAnswer(local.To, local.Async, results), local.Mutation
+		go func() { answer(nil, s.local.Write([]row.Mutation{m})) }()
 	}
 }
 
-// writeAnswer returns what to call with the answer to write e, sent now: it tells the
-// machine how long the write took, then queues the answer for the op.
-func (s *clusterStore) writeAnswer(e coord.SendWrite, results chan<- writeResult) func(error) {
+// writeAnswer returns what to call with the answer to a write sent to replica to now
+// (asynchronously or not, as the effect said): it tells the machine how long the write
+// took, then queues the answer for the op.
+func (s *clusterStore) writeAnswer(to ring.NodeID, async bool, results chan<- writeResult) func([]byte, error) {
 	sent := time.Now()
-	return func(err error) {
+	return func(_ []byte, err error) {
 		at := time.Now()
-		s.m.WriteAnswered(e.To, e.Async, at.Sub(sent), err != nil, at)
-		results <- writeResult{e.To, err, at}
+		s.m.WriteAnswered(to, async, at.Sub(sent), err != nil, at)
+		results <- writeResult{to, err, at}
 	}
 }
 
@@ -223,9 +231,14 @@ func (s *clusterStore) GetAt(level string, key []byte) (row.Row, bool, error) {
 func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, error) {
 	start := time.Now()
 	key = append([]byte(nil), key...)
-	op, r := s.m.StartRead(start, key, level)
-	ctx := lazyctx.WithDeadline(context.Background(), op.Deadline())
-	run := newReadRun(s, ctx, key, op.MaxAnswers(), !op.LocalInline())
+	run := newReadRun(s, key)
+	op := &run.op
+	r := s.m.StartRead(op, start, key, level)
+	if cap(run.results) < op.MaxAnswers() { // sends must never block, whenever the read stops listening
+		run.results = make(chan readResult, op.MaxAnswers())
+	}
+	run.ctx = lazyctx.WithDeadline(context.Background(), op.Deadline())
+	run.localAsync = !op.LocalInline()
 	run.effects(r.Effects)
 	var t opTimer
 	t.arm(op.Next())
@@ -247,12 +260,12 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, erro
 	}
 	t.stop()
 	if run.out == 0 {
-		ctx.Release()
+		run.ctx.Release()
 		readRuns.Put(run) // nothing will send on its channel any more
 	} else {
 		// Background read repairs (or answers no longer needed) may use ctx until the
 		// request's deadline.
-		time.AfterFunc(time.Until(op.Deadline()), ctx.Release)
+		time.AfterFunc(time.Until(op.Deadline()), run.ctx.Release)
 	}
 	if r.Reply.Err != nil {
 		return row.Row{}, false, r.Reply.Err
@@ -320,23 +333,29 @@ func putTimer(t *time.Timer) {
 	timers.Put(t)
 }
 
-// readRuns recycles readRuns (and their channels) of reads that ended with no answer
+// readRuns recycles readRuns (their ops and channels) of reads that ended with no answer
 // outstanding.
 var readRuns sync.Pool
 
-func newReadRun(s *clusterStore, ctx context.Context, key []byte, room int, localAsync bool) *readRun {
+// readRunRoom is how many answers a new read's channel holds: a digest read, a data read
+// and a repair per replica (machine.ReadOp.MaxAnswers) of replication factors up to 5; a
+// read of a larger replica set makes a larger one.
+const readRunRoom = 15
+
+func newReadRun(s *clusterStore, key []byte) *readRun {
 	run, _ := readRuns.Get().(*readRun)
-	if run == nil || cap(run.results) < room {
-		run = &readRun{results: make(chan readResult, room)}
+	if run == nil {
+		run = &readRun{results: make(chan readResult, readRunRoom)}
 	}
-	run.s, run.ctx, run.key, run.out, run.localAsync = s, ctx, key, 0, localAsync
+	run.s, run.key, run.out = s, key, 0
 	return run
 }
 
 // readRun carries out one read's effects.
 type readRun struct {
+	op      machine.ReadOp
 	s       *clusterStore
-	ctx     context.Context
+	ctx     *lazyctx.Context
 	key     []byte
 	results chan readResult
 	out     int // requests sent whose answers are not yet taken from results
