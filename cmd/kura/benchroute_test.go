@@ -18,10 +18,10 @@ import (
 	"github.com/kuradb/kura/internal/node"
 )
 
-// A real three-node cluster with one copy of each key: a token-routed workload (kura bench's
-// Redis client, ?route=token) sends
-// every operation to the node that holds its key, so no node serves a single read or
-// write from the network; routed by thread, most operations cross to another node.
+// A real three-node cluster with one copy of each key: a token-routed workload (kura
+// bench's Redis client, ?route=token) sends every operation to the node that holds its
+// key, so no node serves a single read or write from the network; routed by thread, most
+// operations cross to another node.
 func TestTokenRoutedWorkloadNeedsNoInternodeHop(t *testing.T) {
 	var nodes []*node.Node
 	for h := range 3 {
