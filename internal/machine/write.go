@@ -25,8 +25,8 @@ type WriteOp struct {
 }
 
 // StartWrite begins coordinating m at level, at now, in op, which the caller owns (so that
-// a driver can reuse ops: the request path allocates none) and must not touch until the
-// op is Done. op's previous state, if any, is discarded.
+// a driver can reuse ops) and must not touch until the op is Done. op's previous state,
+// if any, is discarded.
 func (n *Node) StartWrite(op *WriteOp, now time.Time, m row.Mutation, level coord.Level) Ready {
 	replicas := n.Replicas(m.Key)
 	if n.pacer != nil {
@@ -60,7 +60,7 @@ func (op *WriteOp) Answer(at time.Time, from ring.NodeID, err error) Ready {
 // it has none left.
 func (op *WriteOp) Next() time.Time {
 	switch {
-	case op.timedOut:
+	case op.timedOut || op.w.Done():
 		return time.Time{}
 	case !op.slowAt.IsZero() && !op.replied && op.slowAt.Before(op.deadline):
 		return op.slowAt

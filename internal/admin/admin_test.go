@@ -1,0 +1,113 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kuradb/kura/internal/cluster"
+	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// serve starts the endpoints of cfg on a free port and returns a function that GETs or
+// POSTs a path and returns the status and body.
+func serve(t *testing.T, cfg Config) func(method, path string) (int, string) {
+	eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	cfg.Engine, cfg.Registry = eng, NewRegistry(eng)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Serve(ln, cfg)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+s.Addr()+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+// Each endpoint answers what its backend says, and says clearly what a node that is not
+// in cluster mode, or not tiered, cannot do.
+func TestEndpointsAnswerForTheirBackend(t *testing.T) {
+	draining, clustered := false, false
+	rebuildErr := errors.New("already refilling")
+	do := serve(t, Config{
+		Draining: func() bool { return draining },
+		Cluster: func() (ClusterStatus, bool) {
+			return ClusterStatus{Self: "n1", ReplicationFactor: 3}, clustered
+		},
+		Rebuild: func() (bool, error) { return clustered, rebuildErr },
+	})
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		body         string
+	}{
+		{"GET", "/healthz", 200, "ok"},
+		{"GET", "/cluster", 404, "not in cluster mode"},
+		{"POST", "/rebuild", 404, "not in cluster mode"},
+		{"GET", "/rebuild", 405, "POST"},
+		{"GET", "/tiers", 404, "not tiered"},
+		{"GET", "/metrics", 200, "kura_engine_disk_bytes"},
+	} {
+		if code, body := do(tc.method, tc.path); code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("%s %s: %d %q, want %d and %q", tc.method, tc.path, code, body, tc.code, tc.body)
+		}
+	}
+	draining, clustered = true, true
+	if code, _ := do("GET", "/healthz"); code != 503 {
+		t.Errorf("healthz while draining: %d, want 503", code)
+	}
+	if code, body := do("GET", "/cluster"); code != 200 || !strings.Contains(body, `"self":"n1"`) {
+		t.Errorf("cluster: %d %q", code, body)
+	}
+	if code, body := do("POST", "/rebuild"); code != 409 || !strings.Contains(body, "already refilling") {
+		t.Errorf("rebuild refused: %d %q", code, body)
+	}
+}
+
+// The status lists every member with its ownership, the ring's tokens in order and the
+// hints by replica; the coordinator counts as up in its own view.
+func TestStatusDescribesTheView(t *testing.T) {
+	members := []cluster.Member{
+		{ID: "b", Host: "h2", Role: ring.ReadOptimized, Tokens: []ring.Token{0}, Up: true, Status: cluster.Normal},
+		{ID: "a", Host: "h1", Role: ring.WriteOptimized, Tokens: []ring.Token{100, -100}, Status: cluster.Normal},
+	}
+	r, err := ring.New([]ring.Node{{ID: "a", Host: "h1", Tokens: []ring.Token{100, -100}}, {ID: "b", Host: "h2", Tokens: []ring.Token{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Status(View{Self: "a", ReplicationFactor: 2, Strategy: ring.Simple{}, Ring: r, Members: members,
+		Lagging: func(id ring.NodeID) bool { return id == "b" },
+		Hints:   map[string]hint.Stats{"c": {Hints: 2}, "b": {Hints: 5, Bytes: 50}}})
+	if len(st.Tokens) != 3 || st.Tokens[0].Token != -100 || st.Tokens[2].Token != 100 {
+		t.Errorf("tokens %+v, want three in order", st.Tokens)
+	}
+	if len(st.Hints) != 2 || st.Hints[0].Replica != "b" || st.Hints[0].Hints != 5 {
+		t.Errorf("hints %+v, want b then c", st.Hints)
+	}
+	for _, m := range st.Members {
+		switch {
+		case m.ID == "a" && (!m.Up || m.Behind || m.Role != "write-optimized" || m.Tokens != 2):
+			t.Errorf("self %+v", m)
+		case m.ID == "b" && (!m.Behind || m.OwnsRepl != 0.5):
+			t.Errorf("b %+v: want behind, with half of the replicated data (every row, at RF 2 of 2)", m)
+		}
+	}
+}
