@@ -443,3 +443,13 @@ func (c *Config) validateCluster() error {
 	}
 	return nil
 }
+
+// EngineDiskReserve is DiskReserveBytes as the engines and the hint store take it
+// (engine.Options.DiskReserveBytes): there 0 is the default and a negative value
+// disables the reserve, which the configuration writes as 0.
+func (c Config) EngineDiskReserve() int64 {
+	if c.DiskReserveBytes == 0 {
+		return -1
+	}
+	return c.DiskReserveBytes
+}

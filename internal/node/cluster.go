@@ -85,7 +85,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	if err != nil {
 		return nil, err
 	}
-	if c.hints, err = hint.Open(hintsDir, hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log, DiskReserveBytes: diskReserve(cfg.DiskReserveBytes)}); err != nil {
+	if c.hints, err = hint.Open(hintsDir, hint.Options{Window: cfg.HintWindow, MaxBytes: cfg.HintMaxBytes, Logger: log, DiskReserveBytes: cfg.EngineDiskReserve()}); err != nil {
 		return nil, err
 	}
 	c.metrics = admin.NewClusterMetrics(reg, c.hints, eng.Role())

@@ -33,7 +33,6 @@ import (
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/engine/btree"
 	"github.com/kuradb/kura/internal/engine/catalog"
-	"github.com/kuradb/kura/internal/engine/lsm"
 	"github.com/kuradb/kura/internal/engine/tiered"
 	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/listener"
@@ -103,7 +102,7 @@ func (n *Node) start() (err error) {
 		return err
 	}
 	clock := hlc.New(nil)
-	eo := engineOptions(cfg)
+	eo := catalog.OptionsFor(cfg)
 	eo.Logger = log
 	if cfg.Tiered() {
 		eo.Tiers = &catalog.Tiers{FastDir: cfg.FastDir, SlowDir: cfg.SlowDir,
@@ -175,39 +174,6 @@ func (n *Node) startMigrator(db *tiered.DB) (*admin.Tiers, error) {
 	return &admin.Tiers{DB: db, Migrator: n.migrator, Node: n.dir.ID(), Host: n.host, FastDir: cfg.FastDir,
 		SlowDir: slowDir, Window: cfg.TierWindow, MinReads: cfg.TierMinReads, CountWrites: cfg.TierCountWrites,
 		Started: n.started, Logger: n.log}, nil
-}
-
-func engineOptions(cfg config.Config) catalog.Options {
-	durability, _ := engine.ParseDurability(cfg.Durability) // validated by config
-	return catalog.Options{
-		Options: engine.Options{
-			GracePeriod:      cfg.TombstoneGrace,
-			Durability:       durability,
-			SyncInterval:     cfg.SyncInterval,
-			DiskReserveBytes: diskReserve(cfg.DiskReserveBytes),
-		},
-		LSMCacheSizeBytes:      cfg.LSMCacheSizeBytes,
-		LSMRowCacheBytes:       rowCache(cfg.LSMRowCacheBytes),
-		BTreeRowCacheBytes:     rowCache(cfg.BTreeRowCacheBytes),
-		BTreeWriteBufferBytes:  cfg.BTreeWriteBufferBytes,
-		LSMMemTableSizeBytes:   cfg.LSMMemTableSizeBytes,
-		LSMBlockSizeBytes:      int(cfg.LSMBlockSizeBytes),
-		LSMWALDir:              cfg.LSMWALDir,
-		LSMWALFailoverDir:      cfg.LSMWALFailoverDir,
-		LSMSecondDir:           cfg.LSMSecondDir,
-		LSMSecondDirPolicy:     lsm.SecondDirPolicy(cfg.LSMSecondDirPolicy),
-		MemorySnapshot:         cfg.MemorySnapshot,
-		MemorySnapshotInterval: cfg.MemorySnapshotInterval,
-	}
-}
-
-// rowCache maps a configured row cache size, where 0 disables the cache, to the engine's
-// option, where 0 means the default.
-func rowCache(configured int64) int64 {
-	if configured == 0 {
-		return -1
-	}
-	return configured
 }
 
 // member is this node's entry in the cluster view, before tokens and status.
@@ -300,15 +266,6 @@ func (n *Node) infoSections() []resp.InfoSection {
 		f("disk_reserve_bytes", s.DiskReserveBytes),
 		f("writes_refused_no_space", s.NoSpaceRefusals),
 	}}}
-}
-
-// diskReserve turns the configuration's reserve (0 disables) into
-// engine.Options.DiskReserveBytes (0 is the default there, negative disables).
-func diskReserve(b int64) int64 {
-	if b == 0 {
-		return -1
-	}
-	return b
 }
 
 // ID returns the node's ID, kept in its data directory's NODE.json.
