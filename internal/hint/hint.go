@@ -1,6 +1,6 @@
 // Package hint keeps the writes a coordinator could not deliver to a replica (hinted
 // handoff) on the coordinator's disk, and hands them back oldest first for replay once
-// the replica is up again.
+// the replica is up again. A Queue in front of the Store takes hints off the request path.
 //
 // Hints are bounded two ways, so that a long outage cannot fill the coordinator's disk:
 // by age (Window, default 3 h: hints older than it are dropped, and a replica whose
