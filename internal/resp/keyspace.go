@@ -40,6 +40,20 @@ func kindOf(r *row.Row, now int64) kind {
 	return kindNone
 }
 
+// stringValue returns the visible value of r's string, and whether r holds one. Every
+// command that reads a string's value goes through it (never through stringCell), so
+// that values the string column does not hold alone (counters) read the same everywhere.
+// The value may alias r, and is not nil when ok.
+func stringValue(r *row.Row, now int64) ([]byte, bool) {
+	if c := stringCell(r, now); c != nil {
+		if c.Value == nil {
+			return []byte{}, true // an empty string is not nil
+		}
+		return c.Value, true
+	}
+	return nil, false
+}
+
 // stringCell returns the visible string cell of r, or nil. Cells are sorted by name and
 // only the empty name sorts before the string column, so the scan stops at once.
 func stringCell(r *row.Row, now int64) *row.Cell {

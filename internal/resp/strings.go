@@ -15,8 +15,8 @@ func cmdGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		return h.appendStoreErr(dst, err)
 	}
 	now := h.now()
-	if c := stringCell(&r, now); c != nil {
-		return appendBulk(dst, c.Value)
+	if v, ok := stringValue(&r, now); ok {
+		return appendBulk(dst, v)
 	}
 	if kindOf(&r, now) != kindNone {
 		return appendWrongType(dst)
@@ -42,7 +42,7 @@ func cmdSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if dst, ok = h.checkValue(dst, val); !ok {
 		return dst
 	}
-	var old *row.Cell
+	var old []byte
 	if o.nx || o.xx || o.get || o.keepTTL {
 		var proceed bool
 		if old, expiresAt, dst, proceed = h.setPrecondition(s, dst, key, &o, expiresAt, now); !proceed {
@@ -63,7 +63,7 @@ func cmdSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 // setPrecondition reads the key for SET's NX, XX, GET and KEEPTTL. It returns the old
 // string cell and the expiry to write, or proceed=false with the reply written when the
 // SET must not happen (a condition failed, a hash under GET, a store error).
-func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, expiresAt, now int64) (old *row.Cell, _ int64, _ []byte, proceed bool) {
+func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, expiresAt, now int64) (old []byte, _ int64, _ []byte, proceed bool) {
 	r, err := h.read(s, key)
 	if err != nil {
 		return nil, 0, h.appendStoreErr(dst, err), false
@@ -72,7 +72,7 @@ func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, ex
 	if o.get && k == kindHash {
 		return nil, 0, appendWrongType(dst), false
 	}
-	old = stringCell(&r, now)
+	old, _ = stringValue(&r, now)
 	if (o.nx && k != kindNone) || (o.xx && k == kindNone) {
 		if !o.get {
 			return nil, 0, s.proto.appendNull(dst), false
@@ -85,12 +85,13 @@ func (h *Handler) setPrecondition(s *Session, dst, key []byte, o *setOptions, ex
 	return old, expiresAt, dst, true
 }
 
-// appendOld replies with SET GET's previous value, or nil.
-func (p proto) appendOld(dst []byte, old *row.Cell) []byte {
+// appendOld replies with SET GET's previous value, or nil. A string's value is never
+// nil (an empty string is empty, not nil).
+func (p proto) appendOld(dst []byte, old []byte) []byte {
 	if old == nil {
 		return p.appendNull(dst)
 	}
-	return appendBulk(dst, old.Value)
+	return appendBulk(dst, old)
 }
 
 // setString fills m with a blind overwrite of key: a row tombstone just below ts shadows
@@ -150,8 +151,8 @@ func cmdMGet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		if err != nil {
 			return h.appendStoreErr(dst[:start], err)
 		}
-		if c := stringCell(&r, now); c != nil {
-			dst = appendBulk(dst, c.Value)
+		if v, ok := stringValue(&r, now); ok {
+			dst = appendBulk(dst, v)
 		} else {
 			dst = s.proto.appendNull(dst)
 		}
