@@ -31,6 +31,11 @@ const (
 	flagLoading
 	flagStale
 	flagNoScript
+	// flagLeader marks a single-key command that reads the key before writing it (INCR,
+	// APPEND, SETNX...): it runs serialized per key at the key's leader (see leader.go),
+	// so that two such commands on one key never interleave. Its key is args[1]. Not a
+	// Redis flag: COMMAND does not show it.
+	flagLeader
 )
 
 var flagNames = [...]string{"write", "readonly", "denyoom", "fast", "no_auth", "loading", "stale", "noscript"}

@@ -118,7 +118,11 @@ func (h *Handler) exec(dst []byte, c *command, args [][]byte, s *Session) []byte
 	case len(args) > h.cfg.MaxArgs:
 		return appendErrf(dst, "ERR too many arguments: %d, max-args is %d", len(args), h.cfg.MaxArgs)
 	}
-	dst = c.fn(h, dst, args, s)
+	if c.flags&flagLeader != 0 {
+		dst = h.atLeader(dst, c, args, s)
+	} else {
+		dst = c.fn(h, dst, args, s)
+	}
 	s.release()
 	return dst
 }
