@@ -47,6 +47,7 @@ var purePackages = []string{
 	"internal/cluster",
 	"internal/sketch",
 	"internal/access",
+	"internal/scan",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it
