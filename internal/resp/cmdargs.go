@@ -78,6 +78,14 @@ func commandArgs() map[string][]cmdArg {
 			optional(tokenArg("SETNAME", strArg("clientname")))))},
 		"info":             {optional(multiple(strArg("section")))},
 		"kura.consistency": {optional(strArg("level"))},
+		"incr":             {key},
+		"decr":             {key},
+		"incrby":           {key, intArg("increment")},
+		"decrby":           {key, intArg("decrement")},
+		"incrbyfloat":      {key, cmdArg{name: "increment", typ: "double"}},
+		"hincrby":          {key, field, intArg("increment")},
+		"hincrbyfloat":     {key, field, cmdArg{name: "increment", typ: "double"}},
+		"watch":            {keys},
 	}
 }
 

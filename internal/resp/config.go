@@ -87,6 +87,9 @@ type Config struct {
 	// the placement), which token-aware clients use to send each key to one of its
 	// replicas. Nil (a node outside a cluster) makes KURA.TOPOLOGY an error.
 	Topology func() ([]byte, error)
+	// ShardID names this node's counter shards (see counter.go): the node's ID, unique in
+	// its cluster and kept across restarts. Default "0", for a node outside a cluster.
+	ShardID string
 	// Version is kura's version as shown by INFO and HELLO. Default "dev".
 	Version string
 	// ErrorPrefix maps a Store error to a RESP error prefix; returning "" falls back to the
@@ -131,6 +134,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+	if c.ShardID == "" {
+		c.ShardID = "0"
 	}
 	def := func(v *int, d, hi int, name string) error {
 		if *v == 0 {

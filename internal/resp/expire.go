@@ -106,7 +106,13 @@ func rewriteExpiry(key []byte, r *row.Row, k kind, now, ts, at int64, s *Session
 	for i := range cells {
 		cells[i].Timestamp, cells[i].ExpiresAt = ts, at
 	}
-	return row.Mutation{Key: key, Row: row.Row{Cells: cells}}
+	m := row.Mutation{Key: key, Row: row.Row{Cells: cells}}
+	if hasShards(r) {
+		// Counters fold into their columns' new values; a row tombstone just below ts
+		// ends their shards (counter.go), as SET's does.
+		m.Row.Deleted = ts - 1
+	}
+	return m
 }
 
 // PERSIST key removes the key's expiry.

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"hash/maphash"
 	"sync/atomic"
 
 	"github.com/kuradb/kura/internal/row"
@@ -17,6 +18,7 @@ type Handler struct {
 	docArgs  map[string][]cmdArg // COMMAND DOCS arguments, by command name
 	started  int64               // clock.Physical() at NewHandler, for INFO uptime
 	maxField int                 // largest hash field name: MaxKeyBytes capped for the column prefix
+	locks    keyLocks            // serializes leader commands per key (leader.go)
 
 	nextID   atomic.Int64 // client ids
 	clients  atomic.Int64 // connected clients, maintained by the Server
@@ -37,6 +39,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		c.id = i
 		h.byName[c.name] = c
 	}
+	h.locks.seed = maphash.MakeSeed()
 	h.started = cfg.Clock.Physical()
 	h.maxField = min(cfg.MaxKeyBytes, row.MaxColumnNameSize-1)
 	return h, nil
@@ -57,6 +60,15 @@ type Session struct {
 	// consistency is the level KURA.CONSISTENCY set for this connection; "" uses the
 	// store's default.
 	consistency string
+	// store, when set, replaces the handler's Store for this session's commands: the
+	// overlay of commands running at a key's leader (leader.go).
+	store Store
+	// A transaction (multi.go): whether MULTI is open, the queued commands, whether one
+	// of them was refused (EXEC then aborts), and the WATCHed keys.
+	multi    bool
+	multiErr bool
+	queued   [][][]byte
+	watches  []watch
 
 	// Scratch reused by write commands to keep the hot path free of allocations. The
 	// Store copies what it keeps (see Store.Apply), so reuse after Apply is safe.
@@ -108,6 +120,9 @@ func (h *Handler) lookup(name []byte) *command {
 // Redis's order (unknown, arity, authentication) so that error replies match.
 func (h *Handler) exec(dst []byte, c *command, args [][]byte, s *Session) []byte {
 	h.commands.Add(1)
+	if s.multi && (c == nil || !txControl(c.name)) && s.authed {
+		return h.queue(dst, c, args, s)
+	}
 	switch {
 	case c == nil:
 		return appendUnknownCommand(dst, args)
@@ -140,7 +155,9 @@ func (h *Handler) now() int64 { return h.cfg.Clock.Physical() }
 // apply writes a batch and appends the store's error reply, if any, returning ok=false.
 func (h *Handler) apply(s *Session, dst []byte, batch []row.Mutation) ([]byte, bool) {
 	var err error
-	if ls, ok := h.store.(LeveledStore); ok && s.consistency != "" {
+	if s.store != nil {
+		err = s.store.Apply(batch)
+	} else if ls, ok := h.store.(LeveledStore); ok && s.consistency != "" {
 		err = ls.ApplyAt(s.consistency, batch)
 	} else {
 		err = h.store.Apply(batch)
@@ -151,10 +168,24 @@ func (h *Handler) apply(s *Session, dst []byte, batch []row.Mutation) ([]byte, b
 	return dst, true
 }
 
-// read returns the row under key; the empty key, which no row can have, reads as absent.
+// read returns the row under key as commands see it (counters folded, see counter.go);
+// the empty key, which no row can have, reads as absent.
 func (h *Handler) read(s *Session, key []byte) (row.Row, error) {
+	r, err := h.readRaw(s, key)
+	if err != nil {
+		return r, err
+	}
+	return fold(r, h.now()), nil
+}
+
+// readRaw returns the row under key as stored: counter shards unfolded.
+func (h *Handler) readRaw(s *Session, key []byte) (row.Row, error) {
 	if len(key) == 0 || len(key) > row.MaxKeySize {
 		return row.Row{}, nil
+	}
+	if s.store != nil {
+		r, _, err := s.store.Get(key)
+		return r, err
 	}
 	if ls, ok := h.store.(LeveledStore); ok && s.consistency != "" {
 		r, _, err := ls.GetAt(s.consistency, key)

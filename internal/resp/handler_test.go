@@ -18,6 +18,10 @@ type handlerEnv struct {
 	clock    *testClock
 	h        *Handler
 	sessions map[string]*Session
+	// nodes are more handlers on the same store, as other nodes of a cluster are, each
+	// with its own counter shard (run node=NAME); h is node "0".
+	cfg   Config
+	nodes map[string]*Handler
 }
 
 func newHandlerEnv(t testing.TB, cfg Config) *handlerEnv {
@@ -31,8 +35,23 @@ func newHandlerEnv(t testing.TB, cfg Config) *handlerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.h = h
+	e.h, e.cfg, e.nodes = h, cfg, map[string]*Handler{"0": h}
 	return e
+}
+
+// node returns the handler of the named node, created on first use.
+func (e *handlerEnv) node(t testing.TB, name string) *Handler {
+	if h, ok := e.nodes[name]; ok {
+		return h
+	}
+	cfg := e.cfg
+	cfg.ShardID = name
+	h, err := NewHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.nodes[name] = h
+	return h
 }
 
 func (e *handlerEnv) session(name string) *Session {
@@ -85,8 +104,20 @@ func (e *handlerEnv) directive(t *testing.T, td *datadriven.TestData) string {
 	case "new":
 		return ""
 	case "run":
-		name := "default"
+		name, node := "default", "0"
 		td.MaybeScanArgs(t, "session", &name)
+		td.MaybeScanArgs(t, "node", &node)
+		if node != "0" {
+			h, s := e.node(t, node), e.sessions[node+"/"+name]
+			if s == nil {
+				s = h.NewSession()
+				e.sessions[node+"/"+name] = s
+			}
+			saved := e.h
+			e.h = h
+			defer func() { e.h = saved }()
+			return e.run(t, s, td.Input)
+		}
 		return e.run(t, e.session(name), td.Input)
 	case "advance":
 		var ms int64

@@ -78,6 +78,12 @@ func (h *Handler) hset(dst []byte, args [][]byte, s *Session) (added int, _ []by
 			added++
 		}
 	}
+	if hasShards(&r) { // the new values replace counters (counter.go)
+		for _, c := range cells[1:] {
+			cells = shardTombstones(cells, &r, c.Name, ts)
+		}
+		cells = sortDedupCells(cells)
+	}
 	muts := s.mutations(1)
 	muts[0] = row.Mutation{Key: key, Row: row.Row{Cells: cells}}
 	if dst, ok = h.apply(s, dst, muts); !ok {
@@ -223,11 +229,17 @@ func cmdHDel(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	for i := range cells {
 		cells[i].Timestamp, cells[i].Tombstone = ts, true
 	}
+	n := len(cells)
+	if hasShards(&r) { // the fields' counters go with them (counter.go)
+		for _, c := range cells[:n] {
+			cells = shardTombstones(cells, &r, c.Name, ts)
+		}
+	}
 	cells = sortDedupCells(cells)
 	muts := s.mutations(1)
 	muts[0] = row.Mutation{Key: args[1], Row: row.Row{Cells: cells}}
 	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst
 	}
-	return appendInt(dst, int64(len(cells)))
+	return appendInt(dst, int64(n))
 }

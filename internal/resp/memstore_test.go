@@ -78,9 +78,16 @@ func (m *memStore) dump(key string, base int64) string {
 	}
 	for _, c := range r.Cells {
 		fmt.Fprintf(&b, "%q ts=t%+d", c.Name, c.Timestamp-base)
+		gen, n, isCounter := decodeShard(c.Value)
 		switch {
 		case c.Tombstone:
 			b.WriteString(" tombstone")
+		case isShard(c.Name) && isCounter:
+			if gen == 0 {
+				fmt.Fprintf(&b, " shard gen=none n=%s", n.appendText(nil))
+			} else {
+				fmt.Fprintf(&b, " shard gen=t%+d n=%s", gen-base, n.appendText(nil))
+			}
 		default:
 			fmt.Fprintf(&b, " value=%q", c.Value)
 		}

@@ -64,6 +64,14 @@ func (p proto) appendNull(dst []byte) []byte {
 	return redcon.AppendNull(dst)
 }
 
+// appendNullArray writes EXEC's "transaction aborted": RESP2's null array, RESP3's null.
+func (p proto) appendNullArray(dst []byte) []byte {
+	if p == resp3 {
+		return append(dst, "_\r\n"...)
+	}
+	return append(dst, "*-1\r\n"...)
+}
+
 // appendMap writes the header of a map of n key-value pairs: RESP3's map, or RESP2's flat
 // array of 2n elements. The caller then writes n keys, each followed by its value.
 func (p proto) appendMap(dst []byte, n int) []byte {
