@@ -202,6 +202,34 @@ func (n *Node) Replicas(key []byte) []coord.Replica {
 	return set
 }
 
+// Leaders returns the replicas of key that may lead it (run its read-modify-write
+// commands, see resp.Leader), in the order a coordinator tries them: ring order, so that
+// every coordinator picks the same leader; live replicas only, refilling ones (which lost
+// rows) last.
+func (n *Node) Leaders(key []byte) []ring.NodeID {
+	v := n.view.Load()
+	if v.ring == nil {
+		return nil
+	}
+	ids := n.cfg.Strategy.Replicas(v.ring, v.ring.RangeEnd(v.ring.RangeIndex(ring.TokenOf(key))), n.cfg.ReplicationFactor)
+	out := make([]ring.NodeID, 0, len(ids))
+	var refilling []ring.NodeID
+	for _, id := range ids {
+		m := v.members[id]
+		switch {
+		case id != n.cfg.Self && !m.Up:
+		case m.Refilling:
+			refilling = append(refilling, id)
+		default:
+			out = append(out, id)
+		}
+	}
+	return append(out, refilling...)
+}
+
+// Timeout is the bound of every request (Config.Timeout).
+func (n *Node) Timeout() time.Duration { return n.cfg.Timeout }
+
 // replicaSet computes the replica set of token t in v.
 func (n *Node) replicaSet(v *view, t ring.Token) []coord.Replica {
 	ids := n.cfg.Strategy.Replicas(v.ring, t, n.cfg.ReplicationFactor)

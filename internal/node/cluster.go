@@ -58,6 +58,7 @@ type clusterNode struct {
 	strategy ring.Strategy
 	machine  *machine.Node
 	store    *clusterStore
+	storeP   atomic.Pointer[clusterStore] // store, for the internode server, which starts first
 	metrics  *admin.ClusterMetrics
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
@@ -124,6 +125,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	level, _ := coord.ParseLevel(c.cfg.Consistency) // validated by config
 	c.store = &clusterStore{m: c.machine, peer: c.peer, self: c.self, local: c.handler, level: level,
 		hints: c.hintq, metrics: c.metrics, log: c.log}
+	c.storeP.Store(c.store)
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
 	c.wg.Add(4)
@@ -145,7 +147,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 }
 
 func (c *clusterNode) startServer() error {
-	srv, err := transport.NewServer(countingHandler{c.handler, c.metrics}, transport.ServerConfig{Logger: c.log})
+	srv, err := transport.NewServer(countingHandler{leaderHandler{c.handler, &c.storeP}, c.metrics}, transport.ServerConfig{Logger: c.log})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuradb/kura/internal/admin"
@@ -50,6 +51,9 @@ type clusterStore struct {
 	hints   hintSink
 	metrics *admin.ClusterMetrics // counts the local replica's requests; nil counts nothing
 	log     *slog.Logger
+	// leader runs the requests this node leads (leader.go); nil until the front end
+	// exists.
+	leader atomic.Pointer[leaderRunner]
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)

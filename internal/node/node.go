@@ -151,6 +151,10 @@ func (n *Node) start() (err error) {
 	if n.resp, err = resp.New(n.respConfig(clock, reg, store)); err != nil {
 		return err
 	}
+	if n.cluster != nil {
+		run := leaderRunner(n.resp.Handler().RunAtLeader)
+		n.cluster.store.leader.Store(&run)
+	}
 	ln := n.respLn
 	go func() { n.respDone <- n.resp.Serve(ln) }()
 	return nil
@@ -209,6 +213,7 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 		Info:            n.infoSections,
 		Topology:        n.topology,
 		Version:         Version,
+		ShardID:         n.dir.ID(),
 		MaxKeyBytes:     n.cfg.MaxKeyBytes,
 		MaxValueBytes:   n.cfg.MaxValueBytes,
 		MaxRequestBytes: n.cfg.MaxRequestBytes,
