@@ -109,6 +109,9 @@ func commandTable() []*command {
 		{"discard", 1, flagFast | ls | flagNoScript, 0, 0, 0, "transactions", "2.0.0", "O(N), when N is the number of queued commands", "Discards a transaction.", cmdDiscard, 0},
 		{"watch", -2, flagFast | ls | flagNoScript, 1, -1, 1, "transactions", "2.2.0", "O(1) for every key.", "Monitors changes to keys to determine the execution of a transaction.", cmdWatch, 0},
 		{"unwatch", 1, flagFast | ls | flagNoScript, 0, 0, 0, "transactions", "2.2.0", "O(1)", "Forgets about watched keys of a transaction.", cmdUnwatch, 0},
+		{"scan", -2, flagReadonly, 0, 0, 0, gen, "2.8.0", "O(1) for every call. O(N) for a complete iteration.", "Iterates over the key names in the database, in token order, cluster-wide.", cmdScan, 0},
+		{"keys", 2, flagReadonly, 0, 0, 0, gen, "1.0.0", "O(N) with N being the number of keys in the database.", "Returns all key names that match a pattern (at most keys-limit of them).", cmdKeys, 0},
+		{"hscan", -3, flagReadonly, 1, 1, 1, "hash", "2.8.0", "O(N) where N is the size of the hash.", "Returns the fields and values of a hash that match a pattern, in one reply.", cmdHScan, 0},
 	}
 }
 

@@ -37,6 +37,23 @@ type LeveledStore interface {
 	GetAt(level string, key []byte) (r row.Row, found bool, err error)
 }
 
+// Scanner is the optional Store capability behind SCAN and KEYS: the keys in token order,
+// a page at a time, from a cursor that is a position on the ring (package scan), so that
+// it means the same on every node and after restarts. The cluster coordinator and a
+// single node's store have it; without it SCAN and KEYS are errors.
+type Scanner interface {
+	// Scan returns the rows of a page of keys from cursor on, about count of them, in
+	// token order, and the cursor of the next page, 0 after the last. Keys are as clients
+	// give them, rows as Get returns them (tombstones and expired cells included: the
+	// handler filters what is visible). Every key stored for the whole scan (in a
+	// cluster: acknowledged at the level read, QUORUM by default) is in some page of a
+	// scan from 0 to 0. level is
+	// a consistency level as LeveledStore takes it, "" for the store's default; a store
+	// without levels ignores it. The rows belong to the caller. Safe for concurrent use;
+	// blocks for the page's reads.
+	Scan(level string, cursor uint64, count int) (rows []row.Mutation, next uint64, err error)
+}
+
 // InfoSection is one "# Name" block of INFO output; Config.Info supplies the node's own
 // (the engine's, later the cluster's).
 type InfoSection struct {
@@ -64,6 +81,9 @@ const (
 	DefaultMaxArgs = 1 << 20
 	// DefaultMaxConnections is Redis's maxclients default.
 	DefaultMaxConnections = 10000
+	// DefaultKeysLimit is the most keys KEYS replies with (10,000): a listing a terminal
+	// can show, in a reply of well under a megabyte of typical keys.
+	DefaultKeysLimit = 10000
 )
 
 // Config configures a Handler and a Server. Zero values take the documented defaults.
@@ -77,8 +97,8 @@ type Config struct {
 	// Password, when not empty, makes every command but AUTH, HELLO and QUIT answer
 	// -NOAUTH until the connection authenticates as the default user.
 	Password string
-	// KeysEstimate returns the number of stored rows for DBSIZE and INFO keyspace, and
-	// whether it is exact. Nil reports 0.
+	// KeysEstimate returns the number of stored rows for DBSIZE and INFO keyspace (in a
+	// cluster, the whole cluster's), and whether it is exact. Nil reports 0.
 	KeysEstimate func() (n int64, exact bool)
 	// Info returns extra INFO sections (the engine's). Nil adds none. Called only by INFO.
 	Info func() []InfoSection
@@ -113,6 +133,10 @@ type Config struct {
 	// MaxConnections bounds concurrent client connections; extra ones get
 	// "-ERR max number of clients reached" and are closed. Default DefaultMaxConnections.
 	MaxConnections int
+	// KeysLimit is the most keys KEYS replies with: a pattern that matches more gets an
+	// error telling the client to use SCAN, which pages. KEYS reads the whole keyspace
+	// whatever the limit; it bounds the reply. Default DefaultKeysLimit.
+	KeysLimit int
 	// IdleTimeout closes connections that send nothing for this long. Default 0: never,
 	// like Redis's timeout 0.
 	IdleTimeout time.Duration
@@ -154,6 +178,7 @@ func (c Config) withDefaults() (Config, error) {
 		def(&c.MaxRequestBytes, DefaultMaxRequestBytes, maxInt, "MaxRequestBytes"),
 		def(&c.MaxArgs, DefaultMaxArgs, maxInt, "MaxArgs"),
 		def(&c.MaxConnections, DefaultMaxConnections, maxInt, "MaxConnections"),
+		def(&c.KeysLimit, DefaultKeysLimit, maxInt, "KeysLimit"),
 		nonNegative(c.IdleTimeout),
 	)
 }

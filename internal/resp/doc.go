@@ -65,6 +65,41 @@
 // count deleted rows until they are purged) and INFO says whether it is exact. HGETALL
 // returns fields sorted by name. COMMAND returns Redis 7's entries without key specs, tips or subcommand entries.
 //
+// # Listing keys: SCAN, KEYS, HSCAN, DBSIZE
+//
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type] lists the keys of the whole
+// cluster in token order (Murmur3, as Cassandra), through the store's Scanner. The
+// cursor is a decimal unsigned 64-bit integer, a position on the ring (package scan): 0
+// starts, 0 returned ends, and a cursor names no node, so a scan may go on through any
+// node, after restarts and ring changes. Guarantees, as Redis's: a key that existed for
+// the whole scan (in a cluster: acknowledged at QUORUM before it began, not deleted
+// during it) is returned at least once; a key that never existed is never returned;
+// keys written or deleted during the scan may or may not be. In a cluster each page is
+// read from a quorum of the replicas of its token range and their rows are merged, so a
+// key one replica lacks is still found and a delete one replica has is honoured; a
+// connection's KURA.CONSISTENCY sets the level (at ONE a lagging replica can hide a
+// key). Differences from Redis: COUNT is the number of keys a page examines, deleted and
+// expired ones included, capped at 65,536 (Redis: a hint of the same kind); a page never
+// splits the keys of one token, so it may hold a few more or fewer than COUNT; MATCH and
+// TYPE filter a page after it is read, so pages may come back empty before the end; a
+// key is returned twice only if a client repeats a cursor. TYPE takes string or hash
+// (any case); another type name matches nothing, as in Redis 7.0. MATCH is Redis's glob
+// (*, ?, [abc], [^a], [a-z], backslash escapes), byte for byte as Redis's stringmatchlen.
+// A node outside a cluster stores keys in key order, not token order, so each of its
+// pages is one pass over its engine (O(keys)) keeping the lowest tokens from the cursor;
+// the cursor means the same there.
+//
+// KEYS pattern reads every page and replies with the matching keys in token order, or
+// with an error once more than Config.KeysLimit match (keys_limit; use SCAN); a pattern
+// without *, ?, [ or backslash is one key, read directly. HSCAN key cursor [MATCH]
+// [COUNT] [NOVALUES] replies with cursor 0 and every matching field at once, in field
+// order, whatever the cursor: a hash is one row, read whole by every call (Redis too
+// answers small hashes whole). DBSIZE is Config.KeysEstimate: on a single node the
+// engine's row count (exact for memory, and btree without its write buffer), in a
+// cluster an estimate of the whole cluster's keys from this node's own rows and the
+// share of the ring it replicates; INFO keyspace's keys_exact says which. Both count
+// deleted rows until they are purged; SCAN counts exactly, at the cost of a scan.
+//
 // # Errors
 //
 // Client mistakes get Redis's own error texts. Store failures map to reply prefixes by

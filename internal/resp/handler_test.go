@@ -96,6 +96,7 @@ func transcriptConfig(t *testing.T, td *datadriven.TestData) Config {
 	td.MaybeScanArgs(t, "max-key-bytes", &cfg.MaxKeyBytes)
 	td.MaybeScanArgs(t, "max-value-bytes", &cfg.MaxValueBytes)
 	td.MaybeScanArgs(t, "max-args", &cfg.MaxArgs)
+	td.MaybeScanArgs(t, "keys-limit", &cfg.KeysLimit)
 	return cfg
 }
 

@@ -17,11 +17,8 @@ import (
 type Selector struct {
 	from ring.Token
 	n    int
-	only bool // keep every key of token from, and nothing else (Whole)
-	// NoValues drops cell values from the rows kept: SCAN needs cells' names,
-	// timestamps, expiries and tombstones, not what they hold.
-	NoValues bool
-	h        entries // max-heap by (token, key): the n lowest offered so far
+	only bool    // keep every key of token from, and nothing else (Whole)
+	h    entries // max-heap by (token, key): the n lowest offered so far
 	// dropped is set once a key at or after from was offered and not kept; minDropped is
 	// the lowest token of those. Every key kept is at or below every key dropped, so the
 	// tokens below minDropped are whole.
@@ -82,13 +79,7 @@ func (s *Selector) drop(t ring.Token) {
 }
 
 func (s *Selector) entry(t ring.Token, key []byte, r *row.Row) entry {
-	c := r.Clone()
-	if s.NoValues {
-		for i := range c.Cells {
-			c.Cells[i].Value = nil
-		}
-	}
-	return entry{tok: t, m: row.Mutation{Key: bytes.Clone(key), Row: c}}
+	return entry{tok: t, m: row.Mutation{Key: bytes.Clone(key), Row: r.Clone()}}
 }
 
 // Result returns the rows kept, in token then key order, and the last token all of whose
