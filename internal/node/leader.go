@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/kuradb/kura/internal/coord"
@@ -39,13 +40,27 @@ func (s *clusterStore) AtLeader(req *resp.LeaderRequest) ([]byte, error) {
 			return s.lead(req)
 		}
 		reply, err := s.askLeader(id, req)
-		if errors.Is(err, transport.ErrUnreachable) || errors.Is(err, transport.ErrOverloaded) {
+		switch {
+		case errors.Is(err, transport.ErrUnreachable) || errors.Is(err, transport.ErrOverloaded):
 			last = err
 			continue
+		case oldPeer(err) && s.local != nil:
+			// A node of an older version (a rolling upgrade) cannot lead: this one
+			// does, for this request. The counter stays exact; only the per-key
+			// serialization is lost while the old node leads the key.
+			return s.lead(req)
 		}
 		return reply, err
 	}
 	return nil, last
+}
+
+// oldPeer reports whether err is a peer's refusal of wire.MethodLeader because it does
+// not know the method: a node that predates it (its replica answers "unknown method"), or
+// one whose front end is not started yet.
+func oldPeer(err error) bool {
+	var re *transport.RemoteError
+	return errors.As(err, &re) && strings.Contains(re.Message, "unknown method")
 }
 
 // askLeader sends req to leader id and returns its reply.
@@ -161,8 +176,8 @@ func (h leaderHandler) Handle(ctx context.Context, method uint16, payload []byte
 		return h.replica.Handle(ctx, method, payload)
 	}
 	s := h.store.Load()
-	if s == nil {
-		return nil, errNotReady
+	if s == nil || s.leader.Load() == nil { // as a node without leaders answers
+		return h.replica.Handle(ctx, method, payload)
 	}
 	return s.serveLeader(payload)
 }

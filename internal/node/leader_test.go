@@ -186,3 +186,39 @@ func TestEveryCoordinatorPicksTheSameLeader(t *testing.T) {
 		}
 	}
 }
+
+// In a rolling upgrade a key's leader may be a node that predates wire.MethodLeader (it
+// answers "unknown method", as this node does before its front end exists): the
+// coordinator then runs the commands itself, and no increment is lost.
+func TestACoordinatorLeadsWhenTheLeaderIsAnOlderNode(t *testing.T) {
+	nodes := startThree(t, "memory")
+	key := "upgrading"
+	leader := nodes[0].cluster.machine.Leaders([]byte(key))[0]
+	var others []*Node
+	for _, n := range nodes {
+		if ring.NodeID(n.ID()) == leader {
+			n.cluster.store.leader.Store(nil) // its internode server answers as an old node
+		} else {
+			others = append(others, n)
+		}
+	}
+	cs := clients(t, others, 2)
+	ctx := context.Background()
+	for i := range 10 {
+		for _, c := range cs {
+			if err := c.Incr(ctx, key).Err(); err != nil {
+				t.Fatalf("INCR %d through a new coordinator of an old leader: %v", i, err)
+			}
+		}
+	}
+	for _, c := range cs {
+		conn := c.Conn()
+		if err := conn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := conn.Get(ctx, key).Int64(); err != nil || v != 20 {
+			t.Errorf("GET at ALL: %d %v, want 20", v, err)
+		}
+		conn.Close()
+	}
+}

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/kuradb/kura/internal/row"
 )
@@ -40,9 +41,22 @@ func cmdDecrBy(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	return h.incr(dst, s, args[1], nil, number{i: -d})
 }
 
+// parseIncrement parses INCRBYFLOAT's increment as Redis does: a float, infinities
+// included (the sum is then refused as infinite), NaN and out-of-range values not.
+func parseIncrement(b []byte) (float64, bool) {
+	if f, ok := parseFloat(b); ok {
+		return f, true
+	}
+	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil && math.IsInf(f, 0)
+}
+
 // INCRBYFLOAT key increment
 func cmdIncrByFloat(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
-	f, ok := parseFloat(args[2])
+	f, ok := parseIncrement(args[2])
 	if !ok {
 		return appendErr(dst, errNotFloat)
 	}
@@ -60,7 +74,7 @@ func cmdHIncrBy(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 
 // HINCRBYFLOAT key field increment
 func cmdHIncrByFloat(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
-	f, ok := parseFloat(args[3])
+	f, ok := parseIncrement(args[3])
 	if !ok {
 		return appendErr(dst, errNotFloat)
 	}

@@ -29,6 +29,8 @@
 //
 //	"\x00"        the value of a string key (StringColumn)
 //	"\x01" + F    field F of a hash key (HashFieldPrefix)
+//	"\x02" + N    node N's shard of a string counter (see Counters)
+//	"\x03" + ...  node N's shard of a hash field counter
 //
 // A key's type is read from its visible (live, unexpired) cells: a visible string column
 // makes it a string, otherwise any visible hash column makes it a hash, otherwise the key
@@ -52,9 +54,82 @@
 //   - A key's TTL is the remaining time of its earliest-expiring visible cell.
 //
 // Reads and expiry use clock.Physical() as "now"; write timestamps use clock.Now(), which
-// never repeats. Read-then-write commands are not atomic against concurrent writers of the
-// same key: on one node the window is microseconds, and the merge keeps replicas
-// convergent whatever interleaving happened.
+// never repeats. Commands that read a key to decide what to write (INCR and the other
+// counters, EXPIRE, PERSIST, and the commands flagged flagLeader in the table) run at the
+// key's leader, serialized per key there (see Leaders). Other read-then-write commands
+// (HSET counting new fields, DEL counting keys) are not atomic against concurrent writers
+// of the key; the merge keeps replicas convergent whatever interleaving happened.
+//
+// # Leaders
+//
+// A key's leader is where its read-modify-write commands run: on a single node, the node
+// itself, under a per-key lock; in a cluster (a Store that implements Leader), the first
+// live replica of the key in ring order, the same for every coordinator. The coordinator
+// sends the commands there (wire.MethodLeader); the leader takes the key's lock, reads
+// its own copy of the row merged with a read at the connection's consistency level, runs
+// the commands against an overlay of that row, and writes what they wrote as one
+// mutation: to its own copy first, then to the replicas at the level. Two leader commands
+// on one key therefore never interleave while one leader serves it. When the leader
+// fails, the next live replica leads; commands in flight on the failed one get an error
+// (their effect is unknown to the client, as with any write that timed out).
+//
+// # Counters
+//
+// INCR, INCRBY, DECR, DECRBY, INCRBYFLOAT, HINCRBY and HINCRBYFLOAT keep a column's value
+// as a state-based CRDT, like Riak's and Cassandra's counters: the base cell (what SET or
+// HSET last wrote, or nothing) plus one shard per node that incremented it, holding that
+// node's whole contribution. A node writes only its own shard, from its exact local copy,
+// serialized at the leader, with increasing timestamps; so last-write-wins keeps each
+// shard's largest version, and replicas that have seen the same shards agree on the sum
+// whatever order the writes reached them in and whatever consistency level they were
+// written at. No increment acknowledged at any level is lost: two leaders (during a
+// failover) write two shards, and both count. Every reader (GET, HGET, HGETALL, MGET,
+// TTL...) sees the sum as the column's value; the shard columns are invisible.
+//
+// A shard carries the generation it adds to: the timestamp of the base cell it saw (0
+// for none), and counts only while the base cell is not newer. SET, HSET, HDEL, DEL,
+// EXPIRE and PERSIST end a counter: SET, DEL and the EXPIRE or PERSIST of a key with
+// shards write a row tombstone below their timestamp (EXPIRE and PERSIST rewrite the sum
+// as the new value); HSET and HDEL write a new base cell or tombstone and tombstone the
+// field's shards they saw. So, as in Redis:
+//
+//   - DEL then INCR gives 1; SET k 10 then INCR gives 11; INCR keeps the key's TTL.
+//   - INCR then EXPIRE is a rate limiter: after the expiry, INCR gives 1 again with no TTL.
+//   - Replies keep Redis's errors: "value is not an integer or out of range" (also for a
+//     float value), "increment or decrement would overflow", WRONGTYPE, "value is not a
+//     valid float", "increment would produce NaN or Infinity", "hash value is not an
+//     integer" / "a float".
+//   - Two INCRs never return the same value while one leader serves the key (the normal
+//     case), so INCR works as a unique-ID generator then; during a leader change (a
+//     replica failing) two INCRs through different leaders may return the same value,
+//     though both are counted. Use a value from INCR as an ID only when that is enough.
+//   - A SET (or HSET of the field) concurrent with INCRs: the INCRs that reached the leader
+//     before the SET was written are overwritten with the old value, as in Redis; those
+//     after it add to the new value. An INCR acknowledged at QUORUM before a SET began is
+//     overwritten; one that began after a SET acknowledged at QUORUM adds to it.
+//   - INCRBYFLOAT keeps float64 contributions, not Redis's long double: results are the
+//     same to about 15 significant digits, and printed without an exponent.
+//
+// A node that predates counters ignores shard columns: during a rolling upgrade it shows
+// a counter's base value only, and it does not know wire.MethodLeader (its coordinator
+// answers with an error).
+//
+// # Transactions
+//
+// MULTI queues commands (each refused one makes EXEC abort with EXECABORT, as in Redis),
+// EXEC runs them, DISCARD drops them, WATCH makes EXEC reply with a null array when a
+// watched key's row changed between WATCH and EXEC (its digest at the leader differs).
+// The commands run at the key's leader against an overlay: they see each other's writes,
+// and everything they wrote lands as one mutation per key, atomically on each replica. A
+// command that fails at run time (WRONGTYPE) does not undo the others, as in Redis. In a
+// cluster a transaction, WATCHed keys included, must touch one key: one that touches
+// more is refused at EXEC with a CROSSSLOT error, as Redis Cluster refuses keys in
+// different slots (redis-py's default pipeline() sends MULTI/EXEC: use it for one key,
+// pipeline(transaction=False) for several). A single node runs transactions on any number
+// of keys, all locked and written in one batch. WATCH sees writes completed before EXEC
+// checks it; a write through another coordinator that lands between the check and the
+// transaction's own write (it does not go through the leader) is ordered by timestamp,
+// not detected.
 //
 // Redis allows the empty key; kura rows do not (row.ValidateKey), so reads of "" find
 // nothing and writes of "" are rejected with an error reply.
