@@ -73,6 +73,7 @@ type Config struct {
 	MaxArgs         int           `yaml:"max_args"`
 	MaxConnections  int           `yaml:"max_connections"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	KeysLimit       int           `yaml:"keys_limit"`
 
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 	GCPercent        int   `yaml:"gc_percent"`
@@ -148,6 +149,7 @@ func Default() Config {
 		MaxRequestBytes:        64 << 20,
 		MaxArgs:                1 << 20,
 		MaxConnections:         10000,
+		KeysLimit:              10000,
 		LogLevel:               "info",
 		LogFormat:              "text",
 		Rack:                   "rack1",
@@ -210,6 +212,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxArgs, "max-args", c.MaxArgs, "most arguments one command may carry")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "most client connections served at once; more are refused with an error")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection idle this long; 0 never does")
+	fs.IntVar(&c.KeysLimit, "keys-limit", c.KeysLimit, "most keys KEYS replies with: a pattern matching more gets an error telling the client to use SCAN, which pages; KEYS reads the whole keyspace (the whole cluster's) whatever the limit, the limit bounds its reply")
 	fs.Int64Var(&c.MemoryLimitBytes, "memory-limit-bytes", c.MemoryLimitBytes, "soft limit on the Go runtime's memory (debug.SetMemoryLimit): the garbage collector works harder as the process nears it, which keeps RSS close to the live data, worth setting with the memory engine; 0 leaves the runtime's default (GOMEMLIMIT or none)")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's GOGC: how far the heap may grow past live data before a collection; 0 chooses: 25 with the memory engine (its rows are the heap, and 100 would let RSS reach twice the data), Go's default otherwise; a GOGC environment variable overrides the automatic choice")
 	fs.StringVar(&c.Host, "host", c.Host, "label of the machine this node runs on: replicas are never placed on two nodes of one host, and several kura nodes may share a machine; empty means the machine's hostname")
@@ -329,6 +332,7 @@ func (c *Config) Validate() error {
 		{"lsm_memtable_size_bytes", c.LSMMemTableSizeBytes}, {"max_key_bytes", int64(c.MaxKeyBytes)},
 		{"max_value_bytes", int64(c.MaxValueBytes)}, {"max_request_bytes", int64(c.MaxRequestBytes)},
 		{"max_args", int64(c.MaxArgs)}, {"max_connections", int64(c.MaxConnections)},
+		{"keys_limit", int64(c.KeysLimit)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

@@ -140,7 +140,7 @@ func (n *Node) start() (err error) {
 		n.admin = admin.Serve(ln, admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
 			Rebuild: n.rebuild, Tiers: n.tiers, Engine: n.eng, Logger: log})
 	}
-	var store resp.Store = n.eng
+	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
 		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, n.member(), reg); err != nil {
 			return err
@@ -202,14 +202,11 @@ func clusterErrorPrefix(err error) string {
 
 func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store resp.Store) resp.Config {
 	return resp.Config{
-		Store:       store,
-		ErrorPrefix: clusterErrorPrefix,
-		Clock:       clock,
-		Password:    n.cfg.Password,
-		KeysEstimate: func() (int64, bool) {
-			s := n.eng.Stats()
-			return s.RowsEstimate, s.Exact
-		},
+		Store:           store,
+		ErrorPrefix:     clusterErrorPrefix,
+		Clock:           clock,
+		Password:        n.cfg.Password,
+		KeysEstimate:    n.keysEstimate,
 		Info:            n.infoSections,
 		Topology:        n.topology,
 		Version:         Version,
@@ -220,6 +217,7 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 		MaxArgs:         n.cfg.MaxArgs,
 		MaxConnections:  n.cfg.MaxConnections,
 		IdleTimeout:     n.cfg.IdleTimeout,
+		KeysLimit:       n.cfg.KeysLimit,
 		Registerer:      reg,
 	}
 }

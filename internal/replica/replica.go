@@ -1,8 +1,9 @@
 // Package replica serves the internode requests a node receives as a replica: it applies
 // writes (client writes, hint replays, read repairs) to the local engine, answers reads
 // and digest reads from it, and pages through a range of it for a peer refilling itself
-// (scans). Keys are stored token-prefixed (ring.EngineKey), so that the
-// engine's order is the ring's order.
+// (scans) or for a coordinator's client scan (scan reads, refused while refilling). Keys
+// are stored token-prefixed (ring.EngineKey), so that the engine's order is the ring's
+// order.
 package replica
 
 import (
@@ -42,6 +43,8 @@ func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]by
 		return h.read(payload)
 	case wire.MethodScan:
 		return h.scan(payload)
+	case wire.MethodScanRead:
+		return h.scanRead(payload)
 	}
 	return nil, fmt.Errorf("replica: unknown method %d", method)
 }
@@ -116,6 +119,23 @@ func (h *Handler) scan(payload []byte) ([]byte, error) {
 	req, err := wire.DecodeScanRequest(payload)
 	if err != nil {
 		return nil, err
+	}
+	resp, err := h.Scan(req)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendScanResponse(nil, &resp), nil
+}
+
+// scanRead answers a page of a client's scan (SCAN, KEYS): a scan that a refilling
+// replica refuses, as it refuses reads (wire.MethodScanRead).
+func (h *Handler) scanRead(payload []byte) ([]byte, error) {
+	req, err := wire.DecodeScanReadRequest(payload)
+	if err != nil {
+		return nil, err
+	}
+	if h.refilling.Load() {
+		return nil, ErrRefilling
 	}
 	resp, err := h.Scan(req)
 	if err != nil {

@@ -161,7 +161,12 @@ type ScanResponse struct {
 
 // AppendScanRequest appends m's encoding to dst.
 func AppendScanRequest(dst []byte, m *ScanRequest) []byte {
-	dst = append(dst, Version)
+	return appendScanBody(append(dst, Version), m)
+}
+
+// appendScanBody appends a ScanRequest's fields (of MethodScan's and MethodScanRead's
+// requests, after their version bytes).
+func appendScanBody(dst []byte, m *ScanRequest) []byte {
 	dst = appendBytes(dst, m.Lo)
 	if m.Hi == nil {
 		dst = append(dst, 0)
@@ -179,7 +184,13 @@ func DecodeScanRequest(b []byte) (ScanRequest, error) {
 	if err != nil {
 		return ScanRequest{}, err
 	}
+	return d.scanRequest()
+}
+
+// scanRequest reads a ScanRequest's fields (appendScanBody's) to the end of the payload.
+func (d *decoder) scanRequest() (ScanRequest, error) {
 	var m ScanRequest
+	var err error
 	if m.Lo, err = d.bytes(maxEngineKey); err != nil {
 		return ScanRequest{}, err
 	}
