@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -221,4 +223,79 @@ func TestACoordinatorLeadsWhenTheLeaderIsAnOlderNode(t *testing.T) {
 		}
 		conn.Close()
 	}
+}
+
+// A SET concurrent with INCRs (doc.go, "Counters"): every INCR that began after the SET
+// was acknowledged adds to the SET's value and replies above it, and none that finished
+// before the SET began survives it.
+func TestSetConcurrentWithIncrsKeepsTheIncrsThatFollowIt(t *testing.T) {
+	nodes := startThree(t, "memory", "lsm")
+	cs := clients(t, nodes, 2)
+	ctx := context.Background()
+	const base = 1_000_000
+	var setBegan, setAcked atomic.Int64 // nanoseconds since start; 0 until then
+	start := time.Now()
+	since := func() int64 { return int64(time.Since(start)) + 1 }
+	type incr struct {
+		began, done int64
+		reply       int64
+		err         error
+	}
+	var mu sync.Mutex
+	var incrs []incr
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			c := cs[w%len(cs)]
+			for range 60 {
+				b := since()
+				v, err := c.Incr(ctx, "k").Result()
+				mu.Lock()
+				incrs = append(incrs, incr{began: b, done: since(), reply: v, err: err})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		for { // SET once some INCRs are done, whatever the machine's speed
+			mu.Lock()
+			n := len(incrs)
+			mu.Unlock()
+			if n >= 12 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		setBegan.Store(since())
+		if err := cs[1].Set(ctx, "k", base, 0).Err(); err != nil {
+			t.Error(err)
+		}
+		setAcked.Store(since())
+	})
+	wg.Wait()
+	var after, before, concurrent int64
+	for _, in := range incrs {
+		if in.err != nil {
+			t.Fatalf("INCR: %v", in.err)
+		}
+		switch {
+		case in.began > setAcked.Load():
+			after++
+			if in.reply <= base {
+				t.Errorf("an INCR that began after the SET was acknowledged replied %d", in.reply)
+			}
+		case in.done < setBegan.Load():
+			before++
+		default:
+			concurrent++
+		}
+	}
+	got, err := cs[2].Get(ctx, "k").Int64()
+	if err != nil || got < base+after || got > base+after+concurrent {
+		t.Fatalf("after SET %d with %d INCRs before it, %d concurrent and %d after: %d %v", base, before, concurrent, after, got, err)
+	}
+	if after == 0 || before == 0 {
+		t.Fatalf("the SET did not land among the INCRs: %d before it, %d after", before, after)
+	}
+	t.Logf("%d INCRs before the SET, %d concurrent, %d after: %d", before, concurrent, after, got)
 }
