@@ -117,10 +117,12 @@ func cmdHello(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if !s.authed {
 		return appendErr(dst, errHelloNoAuth)
 	}
-	if name != nil {
-		s.name = string(name)
-	}
-	s.proto = p
+	s.setInfo(func() {
+		if name != nil {
+			s.name = string(name)
+		}
+		s.proto = p
+	})
 	dst = p.appendMap(dst, 7)
 	dst = appendBulkString(appendBulkString(dst, "server"), "kura")
 	dst = appendBulkString(appendBulkString(dst, "version"), h.cfg.Version)
@@ -171,6 +173,8 @@ var clientSubs = []subcommand{
 	{"getname", 2, clientGetName},
 	{"setinfo", 4, clientSetInfo},
 	{"info", 2, clientInfo},
+	{"list", -2, clientList},
+	{"kill", -3, clientKill},
 	{"help", 2, func(_ *Handler, dst []byte, _ [][]byte, _ *Session) []byte {
 		return appendHelp(dst,
 			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -179,6 +183,17 @@ var clientSubs = []subcommand{
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 			"INFO", "    Return information about the current client connection.",
+			"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+			"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are:",
+			"    * ID <client-id>", "      Kill connections by client id.",
+			"    * ADDR <ip:port>", "      Kill connections made from the specified address",
+			"    * LADDR <ip:port>", "      Kill connections made to specified local address",
+			"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
+			"    * USER <username>", "      Kill connections authenticated by <username>.",
+			"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
+			"LIST [options ...]", "    Return information about client connections. Options:",
+			"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+			"    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
 			"HELP", "    Print this help.")
 	}},
 }
@@ -192,7 +207,7 @@ func clientSetName(_ *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if !validClientAttr(args[2]) {
 		return appendErr(dst, errClientName)
 	}
-	s.name = string(args[2])
+	s.setInfo(func() { s.name = string(args[2]) })
 	return appendOK(dst)
 }
 
@@ -218,17 +233,8 @@ func clientSetInfo(_ *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if !validClientAttr(val) {
 		return appendErrf(dst, "ERR %s cannot contain spaces, newlines or special characters.", sanitize(attr))
 	}
-	*dest = string(val)
+	s.setInfo(func() { *dest = string(val) })
 	return appendOK(dst)
-}
-
-// CLIENT INFO describes the connection in Redis's CLIENT LIST format (a subset).
-func clientInfo(_ *Handler, dst []byte, _ [][]byte, s *Session) []byte {
-	var b strings.Builder
-	b.WriteString("id=" + strconv.FormatInt(s.id, 10))
-	b.WriteString(" addr=" + s.addr + " name=" + s.name + " db=0")
-	b.WriteString(" lib-name=" + s.libName + " lib-ver=" + s.libVer + " resp=" + strconv.Itoa(int(s.proto)) + "\n")
-	return s.proto.appendVerbatim(dst, b.String())
 }
 
 // CONFIG GET parameter [parameter ...] answers the few parameters tools read at startup
@@ -278,6 +284,8 @@ func (h *Handler) configParams() [][2]string {
 		{"maxclients", itoa(h.cfg.MaxConnections)},
 		{"proto-max-bulk-len", itoa(h.cfg.MaxValueBytes)},
 		{"save", ""},
+		{"slowlog-log-slower-than", strconv.FormatInt(h.cfg.SlowlogThreshold.Microseconds(), 10)},
+		{"slowlog-max-len", itoa(h.cfg.SlowlogMaxLen)},
 		{"timeout", strconv.FormatInt(int64(h.cfg.IdleTimeout.Seconds()), 10)},
 	}
 }

@@ -3,6 +3,7 @@ package resp
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,6 +141,15 @@ type Config struct {
 	// IdleTimeout closes connections that send nothing for this long. Default 0: never,
 	// like Redis's timeout 0.
 	IdleTimeout time.Duration
+	// SlowlogThreshold is how long a command must take to enter the slow log (SLOWLOG)
+	// and count as a latency spike (LATENCY); 1µs or less takes every command, a negative
+	// value none. Default DefaultSlowlogThreshold (10 ms, Redis's slowlog-log-slower-than).
+	SlowlogThreshold time.Duration
+	// SlowlogMaxLen is how many entries the slow log keeps, the newest. Default
+	// DefaultSlowlogMaxLen (128, as Redis), at most MaxSlowlogMaxLen.
+	SlowlogMaxLen int
+	// Rand is HRANDFIELD's randomness, used under a lock. Nil seeds one from the system.
+	Rand *rand.Rand
 
 	// Registerer receives the server's metrics (see metrics.go). Nil means no metrics.
 	Registerer prometheus.Registerer
@@ -162,6 +172,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ShardID == "" {
 		c.ShardID = "0"
 	}
+	if c.SlowlogThreshold == 0 {
+		c.SlowlogThreshold = DefaultSlowlogThreshold
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
 	def := func(v *int, d, hi int, name string) error {
 		if *v == 0 {
 			*v = d
@@ -179,6 +195,7 @@ func (c Config) withDefaults() (Config, error) {
 		def(&c.MaxArgs, DefaultMaxArgs, maxInt, "MaxArgs"),
 		def(&c.MaxConnections, DefaultMaxConnections, maxInt, "MaxConnections"),
 		def(&c.KeysLimit, DefaultKeysLimit, maxInt, "KeysLimit"),
+		def(&c.SlowlogMaxLen, DefaultSlowlogMaxLen, MaxSlowlogMaxLen, "SlowlogMaxLen"),
 		nonNegative(c.IdleTimeout),
 	)
 }

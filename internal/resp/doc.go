@@ -52,6 +52,11 @@
 //     timestamp and the new expiry (none for PERSIST); a non-positive EXPIRE deletes the
 //     key, as in Redis. They cost a rewrite of the whole key.
 //   - A key's TTL is the remaining time of its earliest-expiring visible cell.
+//   - SETEX and PSETEX are SET with EX or PX: blind. GETDEL, UNLINK and FLUSHALL write row
+//     tombstones as DEL does (FLUSHALL on every row the store holds, see Flusher). GETEX,
+//     EXPIREAT and PEXPIREAT rewrite expiries as EXPIRE does. APPEND, SETRANGE, SETNX and
+//     MSETNX read the string, then write the new value as SET does (APPEND and SETRANGE
+//     keep the key's expiry); HSETNX reads the hash, then writes as HSET does.
 //
 // Reads and expiry use clock.Physical() as "now"; write timestamps use clock.Now(), which
 // never repeats. Commands that read a key to decide what to write (INCR and the other
@@ -131,14 +136,72 @@
 // transaction's own write (it does not go through the leader) is ordered by timestamp,
 // not detected.
 //
+// # Read-modify-write commands: APPEND, SETRANGE, SETNX, MSETNX
+//
+// APPEND, SETRANGE and SETNX (with GETDEL, GETEX, HSETNX, EXPIREAT and PEXPIREAT) are
+// leader commands: each reads its key and writes a whole new value from what it read.
+// What that guarantees under concurrent writers:
+//
+//   - On one node, leader commands on a key are serialized by the key's lock, and MSETNX
+//     holds the locks of all its keys while it reads and writes them (one batch). So
+//     concurrent APPENDs to a key all land, each replying with a different length;
+//     concurrent SETRANGEs of disjoint parts of a string all land; of concurrent SETNXs of
+//     a key exactly one replies 1 and its value stays; of concurrent MSETNXs with a key
+//     in common at most one replies 1, and every key holds its values. Blind writes (SET,
+//     MSET, SETEX, HSET...) and DEL do not take the lock: one that lands between a leader
+//     command's read and write is overwritten by it (or overwrites it) by timestamp, so
+//     "SETNX returned 1" does not prove that no SET ran meanwhile.
+//   - In a cluster the same holds for APPEND, SETRANGE and SETNX while one leader serves
+//     the key (see Leaders), through any coordinator, at any consistency level. During a
+//     leader change (a replica failing or coming back) two leaders may each read without
+//     the other's latest write: two APPENDs may then both be acknowledged and the later
+//     one (by timestamp) replaces the other's value, so one suffix is lost; two SETNXs may
+//     both reply 1, the later one's value staying. These are not CRDTs, unlike counters.
+//   - MSETNX in a cluster cannot be serialized: its keys have different leaders. It reads
+//     every key at the connection's level, and if none exists writes each key as its own
+//     coordinated write, all with one timestamp. Two concurrent MSETNXs with a key in
+//     common may both reply 1; then every key both wrote ends with the values of the one
+//     with the later timestamp, never some of each. As MSET in a cluster it is not atomic
+//     across keys: an error (TIMEOUT, UNAVAILABLE) may leave some keys written.
+//
 // Redis allows the empty key; kura rows do not (row.ValidateKey), so reads of "" find
 // nothing and writes of "" are rejected with an error reply.
 //
 // # Differences from Redis
 //
 // Only db 0 exists. DBSIZE and INFO keyspace report the store's row estimate (which may
-// count deleted rows until they are purged) and INFO says whether it is exact. HGETALL
-// returns fields sorted by name. COMMAND returns Redis 7's entries without key specs, tips or subcommand entries.
+// count deleted rows until they are purged) and INFO says whether it is exact. HGETALL,
+// HKEYS, HVALS and HRANDFIELD with a count at least the hash's size return fields sorted
+// by name. COMMAND returns Redis 7's entries without key specs, tips or subcommand entries.
+// Expiry times are kept in microseconds, so EXPIREAT, PEXPIREAT and the SET, SETEX and
+// GETEX options refuse times past the year 294,000 ("invalid expire time") where Redis
+// takes them. UNLINK is DEL, and FLUSHDB and FLUSHALL (ASYNC or SYNC) are the same
+// synchronous flush (see Flusher: in a cluster every node must be up). TOUCH counts
+// existing keys and changes nothing: kura keeps no access times. OBJECT has ENCODING
+// (Redis's encoding for the value as it is now: int, embstr or raw; listpack or
+// hashtable; a string that APPEND or SETRANGE made is "raw" in Redis whatever its
+// length) and HELP; MEMORY has USAGE (the key plus its row's encoding, not Redis's
+// allocation figures; SAMPLES is ignored) and HELP. HRANDFIELD with a negative count
+// refuses counts past 1,048,576 fields (Redis builds any reply asked for). APPEND and
+// SETRANGE refuse values past MaxValueBytes (proto-max-bulk-len) as Redis does past its
+// 512 MiB.
+//
+// # Diagnostics: CLIENT, SLOWLOG, LATENCY
+//
+// CLIENT LIST (TYPE, ID) and CLIENT INFO print Redis 7's fields that mean something in
+// kura (id, addr, laddr, name, age, idle, flags, db, sub, psub, ssub, cmd, user, redir,
+// resp, lib-name, lib-ver); every client is of type normal. CLIENT KILL takes the old
+// ip:port form and the filters ID, TYPE, USER (only "default" exists), ADDR, LADDR and
+// SKIPME; a killed connection is closed at once, the caller's own after its reply. The
+// slow log (SLOWLOG GET, LEN, RESET) keeps the last Config.SlowlogMaxLen commands that
+// took Config.SlowlogThreshold or more, as Redis's (arguments cut at 32 and 128 bytes,
+// AUTH's secrets redacted), timed in the handler from the start of execution to the
+// reply, store included. LATENCY HISTOGRAM reports every command's latencies in
+// power-of-two microsecond buckets, as Redis 7; LATENCY LATEST, HISTORY, RESET and
+// DOCTOR report spikes, which are the slow log's commands, by command name (Redis names
+// event classes instead, and has its own latency-monitor-threshold, off by default);
+// LATENCY GRAPH is not implemented. All of this is per node: a cluster has one slow log
+// per coordinator.
 //
 // # Listing keys: SCAN, KEYS, HSCAN, DBSIZE
 //

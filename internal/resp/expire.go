@@ -75,10 +75,17 @@ func (h *Handler) expire(dst []byte, args [][]byte, s *Session, unit int64, name
 	if !fits {
 		return appendExpireErr(dst, name)
 	}
-	if dst, ok = h.checkReadKey(dst, args[1]); !ok {
+	return h.expireAt(dst, args[1], at, now, flags, s)
+}
+
+// expireAt gives key the expiry at (EXPIRE, EXPIREAT...) when flags allow, or deletes it
+// when at is not in the future; it replies 1 if it did either.
+func (h *Handler) expireAt(dst, key []byte, at, now int64, flags expireFlags, s *Session) []byte {
+	dst, ok := h.checkReadKey(dst, key)
+	if !ok {
 		return dst
 	}
-	r, err := h.read(s, args[1])
+	r, err := h.read(s, key)
 	if err != nil {
 		return h.appendStoreErr(dst, err)
 	}
@@ -89,9 +96,9 @@ func (h *Handler) expire(dst []byte, args [][]byte, s *Session, unit int64, name
 	ts := h.cfg.Clock.Now()
 	muts := s.mutations(1)
 	if at <= now {
-		muts[0] = row.Mutation{Key: args[1], Row: row.Row{Deleted: ts}}
+		muts[0] = row.Mutation{Key: key, Row: row.Row{Deleted: ts}}
 	} else {
-		muts[0] = rewriteExpiry(args[1], &r, k, now, ts, at, s)
+		muts[0] = rewriteExpiry(key, &r, k, now, ts, at, s)
 	}
 	if dst, ok = h.apply(s, dst, muts); !ok {
 		return dst

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"hash/maphash"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kuradb/kura/internal/row"
@@ -19,6 +20,12 @@ type Handler struct {
 	started  int64               // clock.Physical() at NewHandler, for INFO uptime
 	maxField int                 // largest hash field name: MaxKeyBytes capped for the column prefix
 	locks    keyLocks            // serializes leader commands per key (leader.go)
+
+	clientList clientRegistry // open sessions, for CLIENT LIST and KILL (client.go)
+	rng        lockedRand     // HRANDFIELD's randomness (hashcmds.go)
+	slowlog    slowLog        // SLOWLOG (slowlog.go)
+	latency    []cmdHistogram // per command id, for LATENCY HISTOGRAM (latency.go)
+	monitor    latencyMonitor // LATENCY's spikes (latency.go)
 
 	nextID   atomic.Int64 // client ids
 	clients  atomic.Int64 // connected clients, maintained by the Server
@@ -40,6 +47,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.byName[c.name] = c
 	}
 	h.locks.seed = maphash.MakeSeed()
+	h.rng.r, h.latency = cfg.Rand, make([]cmdHistogram, len(h.table))
 	h.started = cfg.Clock.Physical()
 	h.maxField = min(cfg.MaxKeyBytes, row.MaxColumnNameSize-1)
 	return h, nil
@@ -57,6 +65,16 @@ type Session struct {
 	name    string
 	libName string
 	libVer  string
+
+	// What other connections' CLIENT LIST and KILL see (client.go): name, libName, libVer
+	// and proto are written under info, the last command and its start atomically.
+	laddr     string // local address, set by the Server
+	created   int64  // clock.Physical() at creation
+	info      sync.Mutex
+	lastCmd   atomic.Pointer[string]
+	lastSeen  atomic.Int64
+	closeConn func() // closes the connection (CLIENT KILL); nil outside a Server
+
 	// consistency is the level KURA.CONSISTENCY set for this connection; "" uses the
 	// store's default.
 	consistency string
@@ -81,9 +99,7 @@ type Session struct {
 
 // NewSession returns the state of a new connection. It starts authenticated when no
 // password is configured.
-func (h *Handler) NewSession() *Session {
-	return &Session{id: h.nextID.Add(1), authed: h.cfg.Password == "", proto: resp2}
-}
+func (h *Handler) NewSession() *Session { return h.NewConnSession("", "", nil) }
 
 // Quit reports whether the client sent QUIT: the driver sends the reply, then closes.
 func (s *Session) Quit() bool { return s.quit }
@@ -133,11 +149,13 @@ func (h *Handler) exec(dst []byte, c *command, args [][]byte, s *Session) []byte
 	case len(args) > h.cfg.MaxArgs:
 		return appendErrf(dst, "ERR too many arguments: %d, max-args is %d", len(args), h.cfg.MaxArgs)
 	}
+	start := h.began(c, args, s)
 	if c.flags&flagLeader != 0 {
 		dst = h.atLeader(dst, c, args, s)
 	} else {
 		dst = c.fn(h, dst, args, s)
 	}
+	h.ended(c, args, s, start)
 	s.release()
 	return dst
 }

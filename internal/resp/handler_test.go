@@ -3,8 +3,10 @@ package resp
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -28,6 +30,7 @@ func newHandlerEnv(t testing.TB, cfg Config) *handlerEnv {
 	e := &handlerEnv{store: newMemStore(), clock: newTestClock(), sessions: map[string]*Session{}}
 	cfg.Store, cfg.Clock, cfg.KeysEstimate = e.store, e.clock.hlc(), e.store.keys
 	cfg.Version = "test"
+	cfg.Rand = rand.New(rand.NewPCG(1, 2)) // HRANDFIELD's picks, the same every run
 	cfg.Info = func() []InfoSection {
 		return []InfoSection{{Name: "Engine", Fields: []InfoField{{"engine", "memstore"}, {"role", "in-memory"}}}}
 	}
@@ -97,6 +100,15 @@ func transcriptConfig(t *testing.T, td *datadriven.TestData) Config {
 	td.MaybeScanArgs(t, "max-value-bytes", &cfg.MaxValueBytes)
 	td.MaybeScanArgs(t, "max-args", &cfg.MaxArgs)
 	td.MaybeScanArgs(t, "keys-limit", &cfg.KeysLimit)
+	td.MaybeScanArgs(t, "slowlog-max-len", &cfg.SlowlogMaxLen)
+	if td.HasArg("slowlog-threshold") {
+		var d string
+		td.ScanArgs(t, "slowlog-threshold", &d)
+		var err error
+		if cfg.SlowlogThreshold, err = time.ParseDuration(d); err != nil {
+			td.Fatalf(t, "slowlog-threshold: %v", err)
+		}
+	}
 	return cfg
 }
 
@@ -129,6 +141,11 @@ func (e *handlerEnv) directive(t *testing.T, td *datadriven.TestData) string {
 		var key string
 		td.ScanArgs(t, "key", &key)
 		return e.store.dump(key, testEpoch)
+	case "slow-store":
+		var ms int64
+		td.ScanArgs(t, "ms", &ms)
+		e.store.setDelay(func() { e.clock.advance(ms * microsPerMilli) })
+		return ""
 	case "fail-store":
 		var kind string
 		td.ScanArgs(t, "err", &kind)

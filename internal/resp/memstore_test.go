@@ -19,11 +19,15 @@ type memStore struct {
 	mu   sync.Mutex
 	rows map[string]row.Row
 	fail error // returned by every call while set
+	// delay, when set, runs at the start of every call (a slow store: it advances a
+	// test clock).
+	delay func()
 }
 
 func newMemStore() *memStore { return &memStore{rows: map[string]row.Row{}} }
 
 func (m *memStore) Apply(batch []row.Mutation) error {
+	m.slow()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
@@ -40,6 +44,7 @@ func (m *memStore) Apply(batch []row.Mutation) error {
 }
 
 func (m *memStore) Get(key []byte) (row.Row, bool, error) {
+	m.slow()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {

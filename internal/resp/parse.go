@@ -136,6 +136,11 @@ func (o *setOptions) setExpiry(kind, arg []byte) bool {
 // expiry resolves the expiry option against now: 0 for none; ok is false with the reply to
 // send (not an integer, or an invalid expire time) otherwise.
 func (o *setOptions) expiry(dst []byte, now int64) (at int64, _ []byte, ok bool) {
+	return o.expiryOf(dst, now, "set")
+}
+
+// expiryOf is expiry for command cmd (SET, GETEX), which its error reply names.
+func (o *setOptions) expiryOf(dst []byte, now int64, cmd string) (at int64, _ []byte, ok bool) {
 	if o.expireArg == nil {
 		return 0, dst, true
 	}
@@ -144,7 +149,7 @@ func (o *setOptions) expiry(dst []byte, now int64) (at int64, _ []byte, ok bool)
 		return 0, appendNotInt(dst), false
 	}
 	if v <= 0 {
-		return 0, appendExpireErr(dst, "set"), false
+		return 0, appendExpireErr(dst, cmd), false
 	}
 	base := now
 	if o.expireAbs {
@@ -152,7 +157,7 @@ func (o *setOptions) expiry(dst []byte, now int64) (at int64, _ []byte, ok bool)
 	}
 	at, fits := expiryAt(base, v, o.expireUnit)
 	if !fits {
-		return 0, appendExpireErr(dst, "set"), false
+		return 0, appendExpireErr(dst, cmd), false
 	}
 	return at, dst, true
 }

@@ -214,8 +214,8 @@ func (s *Server) shutdown(writeDeadline time.Time) error {
 // write the replies, repeat.
 func (s *Server) serveConn(nc net.Conn) {
 	defer s.forget(nc)
-	sess := s.h.NewSession()
-	sess.addr = nc.RemoteAddr().String()
+	sess := s.h.NewConnSession(nc.RemoteAddr().String(), nc.LocalAddr().String(), func() { nc.Close() })
+	defer s.h.EndSession(sess)
 	lim := newFrameLimiter(nc, s.cfg.MaxRequestBytes, s.cfg.MaxArgs)
 	rd := redcon.NewReader(lim)
 	var out []byte
