@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -121,11 +122,14 @@ func (r *Ring) widestMidpoints(k int) []Token {
 	return out
 }
 
-// spread is the sum of squared deviations of the shares from their mean.
+// spread is the sum of squared deviations of the shares from their mean. It sums in node
+// ID order: floating-point addition is not associative, and a sum in map order could
+// break a tie between two candidate tokens differently from one run to the next.
 func spread(shares map[NodeID]float64) float64 {
 	mean := 1 / float64(len(shares))
 	s := 0.0
-	for _, v := range shares {
+	for _, id := range slices.Sorted(maps.Keys(shares)) {
+		v := shares[id]
 		s += (v - mean) * (v - mean)
 	}
 	return s
