@@ -54,8 +54,9 @@ result.json, summary.csv, series.csv and plots into its output directory; "repor
 compares saved runs in Markdown with charts.
 
 Named workloads: the papers' write-only (0/100 read/update), write-heavy (50/50),
-read-heavy (95/5), read-only (100/0); YCSB's a to f (e needs range scans, which kura
-and Redis hashes do not offer, so it fails against them); ping (round trips only).
+read-heavy (95/5), read-only (100/0); YCSB's a to f (e's scans are SCANs in token order
+from the start key's token, as YCSB's Cassandra binding reads them: kura has them,
+redis-server does not, and e fails against it); ping (round trips only).
 
 Targets: resp://host:port[,host:port...] (kura or any Redis-protocol server; threads
 are spread over the addresses; records are hashes, or with ?record=string one string

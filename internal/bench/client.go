@@ -19,8 +19,9 @@ type Client interface {
 	// Read reads fields of key (all of them when fields is nil) and reports whether the
 	// record exists.
 	Read(ctx context.Context, key string, fields []string) (found bool, err error)
-	// Scan reads up to count records in key order from startKey. Targets that cannot
-	// scan return ErrUnsupported.
+	// Scan reads up to count records from startKey on, in the target's order (token
+	// order for kura and Cassandra: the records whose tokens follow startKey's). Targets
+	// that cannot scan return ErrUnsupported.
 	Scan(ctx context.Context, startKey string, count int, fields []string) error
 	// Update overwrites the given fields of key.
 	Update(ctx context.Context, key string, values []Field) error

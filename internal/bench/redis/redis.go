@@ -2,7 +2,8 @@
 // redis-server alike. It speaks RESP2 over one plain TCP connection per benchmark thread,
 // spreading threads over the listed addresses, and maps YCSB's records onto hashes
 // (HSET for inserts and updates, HGETALL or HMGET for reads), which is how kura and
-// Redis both store a record of named fields.
+// Redis both store a record of named fields. YCSB's scans (workload E) are SCANs in
+// token order from the start key's token, against kura only (scan.go).
 //
 // With ?route=token each operation goes to a node that holds a replica of its key
 // (route.go), as a token-aware Cassandra driver sends it, instead of to the thread's node.
@@ -174,7 +175,8 @@ type client struct {
 	failedAt map[string]time.Time // when the last dial of an address failed
 	conn     *conn                // the current operation's connection, to addr
 	addr     string
-	record   []byte // scratch for a string record's encoding
+	record   []byte    // scratch for a string record's encoding
+	scan     scanState // scans' (scan.go)
 }
 
 // redialBackoff spaces reconnect attempts to a server that is down, so that threads wait
@@ -314,10 +316,6 @@ func (c *client) Read(ctx context.Context, key string, fields []string) (bool, e
 		return rep.n >= 0, nil
 	}
 	return rep.nonNil > 0, nil
-}
-
-func (c *client) Scan(context.Context, string, int, []string) error {
-	return fmt.Errorf("redis: range scans over hashes: %w", bench.ErrUnsupported)
 }
 
 func (c *client) Update(ctx context.Context, key string, values []bench.Field) error {
