@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,4 +234,14 @@ func TestScanUnderConcurrentWritesAndARestartReturnsEveryKeyPresentThroughout(t 
 	}
 	t.Logf("%d pages (%d asked again), %d keys returned (%d twice), %d writes during the scan (%d failed)",
 		pages, retries, len(returned), dups, writes.Load(), writeErrs.Load())
+
+	// DBSIZE is the cluster's, estimated from n1's rows (deleted ones and, on lsm, write
+	// operands not yet compacted included) and its share of the ring, and says so.
+	cl := c.client(0)
+	defer cl.Close()
+	size, err := cl.DBSize(ctx).Result()
+	if info := cl.Info(ctx, "keyspace").Val(); err != nil || size < stable || !strings.Contains(info, "keys_exact:0") {
+		t.Errorf("DBSIZE %d (%v), INFO keyspace %q: want an estimate of at least %d keys, not exact", size, err, info, stable)
+	}
+	t.Logf("DBSIZE %d (%d keys returned by the scan)", size, len(returned))
 }
