@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -78,34 +77,46 @@ func Merge(s Span, pages []Page) (Result, error) {
 		}
 		return res, nil
 	}
-	type entry struct {
-		tok ring.Token
-		m   row.Mutation
-	}
-	var all []entry
+	// Each page is in engine order (token, then key), so a k-way merge of their heads
+	// yields the keys in order, each with its rows from every page side by side.
+	toks := make([][]ring.Token, len(pages))
 	for i := range pages {
-		for _, m := range pages[i].Rows {
+		toks[i] = make([]ring.Token, len(pages[i].Rows))
+		for j, m := range pages[i].Rows {
 			t := tokenOf(m.Key)
-			if t < s.From || t > s.To {
+			switch {
+			case t < s.From || t > s.To:
 				return Result{}, fmt.Errorf("%w: key %q of token %d outside span [%d, %d]", ErrPage, m.Key, t, s.From, s.To)
+			case j > 0 && !before(toks[i][j-1], pages[i].Rows[j-1].Key, t, m.Key):
+				return Result{}, fmt.Errorf("%w: key %q out of order", ErrPage, m.Key)
 			}
-			if t <= res.Through {
-				all = append(all, entry{t, m})
-			}
+			toks[i][j] = t
 		}
 	}
-	slices.SortFunc(all, func(a, b entry) int {
-		if a.tok != b.tok {
-			return cmpToken(a.tok, b.tok)
+	heads := make([]int, len(pages))
+	for {
+		best := -1
+		for i, h := range heads {
+			if h == len(pages[i].Rows) || toks[i][h] > res.Through {
+				continue
+			}
+			if best < 0 || before(toks[i][h], pages[i].Rows[h].Key, toks[best][heads[best]], pages[best].Rows[heads[best]].Key) {
+				best = i
+			}
 		}
-		return bytes.Compare(a.m.Key, b.m.Key)
-	})
-	for _, e := range all {
-		if n := len(res.Rows); n > 0 && bytes.Equal(res.Rows[n-1].Key, e.m.Key) {
-			res.Rows[n-1].Row = row.Merge(res.Rows[n-1].Row, e.m.Row)
-			continue
+		if best < 0 {
+			break
 		}
-		res.Rows = append(res.Rows, e.m)
+		m := pages[best].Rows[heads[best]]
+		for i, h := range heads {
+			if h < len(pages[i].Rows) && bytes.Equal(pages[i].Rows[h].Key, m.Key) {
+				if r := &pages[i].Rows[h].Row; i != best && !sameRow(&m.Row, r) {
+					m.Row = row.Merge(m.Row, *r)
+				}
+				heads[i]++
+			}
+		}
+		res.Rows = append(res.Rows, m)
 	}
 	return res, nil
 }
@@ -127,6 +138,30 @@ func Complete(s Span) []byte {
 // TokenEnd returns the exclusive upper bound of token t's engine keys: the Hi of a scan
 // of the rest of t. Nil past MaxToken.
 func TokenEnd(t ring.Token) []byte { return tokenBound(t) }
+
+// sameRow reports whether two replicas' rows of a key are identical, as they are but for
+// recent writes: their merge is either, and costs an allocation to compute.
+func sameRow(a, b *row.Row) bool {
+	if a.Deleted != b.Deleted || len(a.Cells) != len(b.Cells) {
+		return false
+	}
+	for i := range a.Cells {
+		x, y := &a.Cells[i], &b.Cells[i]
+		if x.Timestamp != y.Timestamp || x.ExpiresAt != y.ExpiresAt || x.Tombstone != y.Tombstone ||
+			!bytes.Equal(x.Name, y.Name) || !bytes.Equal(x.Value, y.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// before reports whether (at, ak) sorts before (bt, bk): engine order.
+func before(at ring.Token, ak []byte, bt ring.Token, bk []byte) bool {
+	if at != bt {
+		return at < bt
+	}
+	return bytes.Compare(ak, bk) < 0
+}
 
 func cmpToken(a, b ring.Token) int {
 	switch {
