@@ -316,3 +316,30 @@ func normalize(v any, pairs bool) any {
 	}
 	return v
 }
+
+// FuzzGlobMatch: any pattern is decided without a panic, a pattern without glob bytes
+// matches exactly itself, and a string escaped byte by byte matches itself alone.
+func FuzzGlobMatch(f *testing.F) {
+	f.Add([]byte("h[a-c]*o?"), []byte("hello"))
+	f.Add([]byte(`a\`), []byte(`a\`))
+	f.Add([]byte("[^"), []byte("x"))
+	f.Fuzz(func(t *testing.T, p, s []byte) {
+		got := globMatch(p, s)
+		if !isGlob(p) && len(s) > 0 && got != (string(p) == string(s)) {
+			t.Fatalf("literal %q against %q: %v", p, s, got)
+		}
+		if len(s) == 0 {
+			return
+		}
+		var esc []byte
+		for _, c := range s {
+			esc = append(esc, '\\', c)
+		}
+		if !globMatch(esc, s) {
+			t.Fatalf("%q does not match its escape %q", s, esc)
+		}
+		if len(p) > 0 && string(p) != string(s) && globMatch(esc, p) {
+			t.Fatalf("the escape of %q matches %q", s, p)
+		}
+	})
+}
