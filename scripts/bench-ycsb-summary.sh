@@ -67,12 +67,14 @@ for w in load a b c f d; do
   else
     yfiles=("$OUT"/go-ycsb-"$w"-*.txt) kfiles=("$OUT"/kura-bench-"$w"-*.txt) n=$ops
   fi
+  [ -e "${yfiles[0]}" ] && [ -e "${kfiles[0]}" ] || continue # a workload not run
   y=$(for f in "${yfiles[@]}"; do ycsb_fields "$f" "$write"; done)
   k=$(for f in "${kfiles[@]}"; do kura_fields "$f" "$kwrite"; done)
   col() { awk -v c="$2" '{print $c}' <<<"$1" | grep -v '^-$' | median; }
   yc=$(for f in "${yfiles[@]}"; do cpu_us_per_op "$(basename "$f" .txt)" "$n"; done | median)
   kc=$(for f in "${kfiles[@]}"; do cpu_us_per_op "$(basename "$f" .txt)" "$n"; done | median)
   yerr=$(awk '{s += $4} END {print s}' <<<"$y") kerr=$(awk '{s += $4} END {print s}' <<<"$k")
-  echo "| $w | $(col "$y" 1) | $(col "$k" 1) | $(ratio "$(col "$y" 1)" "$(col "$k" 1)") |" \
+  label=$w; [ "$w" = load ] && label="load (once each, go-ycsb first)"
+  echo "| $label | $(col "$y" 1) | $(col "$k" 1) | $(ratio "$(col "$y" 1)" "$(col "$k" 1)") |" \
     "$(col "$y" 2) / $(col "$k" 2) | $(col "$y" 3) / $(col "$k" 3) | $yerr / $kerr | $yc / $kc |"
 done
