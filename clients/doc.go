@@ -38,5 +38,8 @@
 //	redis-benchmark  SET, GET, INCR and MSET, pipelined, and the counter it leaves
 //
 // testdata/expected.txt has the line each check must print. clients/install.sh installs
-// the programs' libraries (and .ci/run calls it).
+// the programs' libraries (and .ci/run calls it): about 11 s from empty caches (pip 2 s,
+// npm 2 s, Maven 7 s). The matrix's 111 checks took 66 s on the 2-core machine with a load
+// average of 8 to 10 (2026-11-26): 17 s to start the servers, then the clients two at a
+// time, each against both servers at once, redis-cli the longest at 39 s.
 package clients
