@@ -1,9 +1,9 @@
 // Package replica serves the internode requests a node receives as a replica: it applies
 // writes (client writes, hint replays, read repairs) to the local engine, answers reads
 // and digest reads from it, and pages through a range of it for a peer refilling itself
-// (scans) or for a coordinator's client scan (scan reads, refused while refilling). Keys
-// are stored token-prefixed (ring.EngineKey), so that the engine's order is the ring's
-// order.
+// (scans) or for a coordinator's client scan (scan reads, refused while refilling), and
+// deletes all its rows for a FLUSHALL (flush.go). Keys are stored token-prefixed
+// (ring.EngineKey), so that the engine's order is the ring's order.
 package replica
 
 import (
@@ -11,9 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
@@ -22,8 +24,18 @@ import (
 // Handler is the transport.Handler of a replica. Safe for concurrent use.
 type Handler struct {
 	Engine engine.Engine
+	// Flushed, when set, is called with a FLUSHALL's timestamp once the engine has
+	// flushed (flush.go): the node drops the hints that flush made moot.
+	Flushed func(ts int64)
+	// Clock is the node's clock, which a FLUSHALL reads and advances (flush.go). Nil: a
+	// FLUSHALL's prepare is refused.
+	Clock *hlc.Clock
 
 	refilling atomic.Bool
+	// flushMu orders writes and FLUSHALLs (flush.go): a write holds it shared from
+	// reading flushedAt until its batch is applied, a flush exclusively to raise it.
+	flushMu   sync.RWMutex
+	flushedAt int64 // the last FLUSHALL's timestamp since start
 }
 
 // ErrRefilling is a read's answer from a replica that is refilling (see SetRefilling).
@@ -43,6 +55,8 @@ func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]by
 		return h.read(payload)
 	case wire.MethodScan:
 		return h.scan(payload)
+	case wire.MethodFlush:
+		return h.flush(payload)
 	case wire.MethodScanRead:
 		return h.scanRead(payload)
 	}
@@ -60,6 +74,8 @@ func (h *Handler) write(payload []byte) error {
 // Write applies mutations (keys as clients give them) to the engine as one batch. The
 // coordinator calls it directly for its own replica.
 func (h *Handler) Write(mutations []row.Mutation) error {
+	h.flushMu.RLock()
+	defer h.flushMu.RUnlock()
 	batch := make([]row.Mutation, len(mutations))
 	for i, m := range mutations {
 		if err := row.ValidateKey(m.Key); err != nil {
@@ -67,7 +83,7 @@ func (h *Handler) Write(mutations []row.Mutation) error {
 		}
 		// The payload is the transport's memory until Handle returns; engines copy what
 		// they keep during Apply, which returns before then.
-		batch[i] = row.Mutation{Key: ring.EngineKey(m.Key), Row: m.Row}
+		batch[i] = row.Mutation{Key: ring.EngineKey(m.Key), Row: h.afterFlush(m.Row)}
 	}
 	if err := h.Engine.Apply(batch); err != nil {
 		return fmt.Errorf("replica: %w", err)
