@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/internal/datadir"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/listener"
 	"github.com/kuradb/kura/internal/machine"
 	"github.com/kuradb/kura/internal/membership"
@@ -71,13 +72,15 @@ type clusterNode struct {
 	wg      sync.WaitGroup
 }
 
-// startCluster starts cluster mode for a node whose engine and data directory are open.
-func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
+// startCluster starts cluster mode for a node whose engine and data directory are open;
+// clock is the node's, which a FLUSHALL reads and advances.
+func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
 	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng},
 		peers: transport.NewPool(transport.ClientConfig{}), changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
 	// the internode server starts before that is decided.
 	c.handler.SetRefilling(eng.Role() == ring.InMemory)
+	c.handler.Clock, c.handler.Flushed = clock, c.flushedHints // FLUSHALL (flush.go)
 	var err error
 	if c.strategy, err = ring.StrategyByName(cfg.Placement); err != nil {
 		return nil, err

@@ -142,7 +142,7 @@ func (n *Node) start() (err error) {
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
-		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, n.member(), reg); err != nil {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg); err != nil {
 			return err
 		}
 		store = n.cluster.store
