@@ -40,7 +40,8 @@
 //
 //   - SET writes blind (no read): a row tombstone at ts-1 plus the string cell at ts. The
 //     tombstone shadows everything older, whatever type the key held, and the new cell
-//     survives it. SET NX, XX, GET and KEEPTTL read first. MSET is one atomic batch.
+//     survives it. SET NX, XX, GET and KEEPTTL read first, at the key's leader as the
+//     leader commands do (see Leaders). MSET is one atomic batch.
 //   - HSET and HMSET read first (WRONGTYPE on a string; HSET's reply counts new fields),
 //     then write the field cells plus a tombstone of the string column at the same ts. The
 //     tombstone makes a race between SET and HSET converge on the later of the two instead
@@ -138,9 +139,10 @@
 //
 // # Read-modify-write commands: APPEND, SETRANGE, SETNX, MSETNX
 //
-// APPEND, SETRANGE and SETNX (with GETDEL, GETEX, HSETNX, EXPIREAT and PEXPIREAT) are
-// leader commands: each reads its key and writes a whole new value from what it read.
-// What that guarantees under concurrent writers:
+// APPEND, SETRANGE and SETNX (with GETDEL, GETEX, HSETNX, EXPIREAT and PEXPIREAT, and
+// SET with NX, XX, GET or KEEPTTL, which is what go-redis's SetNX and redis-py's
+// set(nx=True) send) are leader commands: each reads its key and writes a whole new value
+// from what it read. What that guarantees under concurrent writers:
 //
 //   - On one node, leader commands on a key are serialized by the key's lock, and MSETNX
 //     holds the locks of all its keys while it reads and writes them (one batch). So

@@ -44,6 +44,13 @@ func cmdSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	}
 	var old []byte
 	if o.nx || o.xx || o.get || o.keepTTL {
+		if s.store == nil {
+			// These forms read the key before writing it: they run at the key's leader,
+			// as the leader commands do, so that SET NX (what go-redis's SetNX and
+			// redis-py's set(nx=True) send, and locks are built on) is SETNX.
+			req := LeaderRequest{Key: key, Level: s.consistency, Proto: int(s.proto), Cmds: [][][]byte{args}}
+			return h.sendToLeader(dst, &req, [][]byte{key}, nil)
+		}
 		var proceed bool
 		if old, expiresAt, dst, proceed = h.setPrecondition(s, dst, key, &o, expiresAt, now); !proceed {
 			return dst
