@@ -34,17 +34,43 @@ type Bound struct {
 // be drawn from its sources with no node sending more than T (shared: sending more than
 // T less what it receives). A demand's bytes may be split among its sources (a range can
 // be streamed in parts by key), so this is the fluid optimum: no plan, split or not, does
-// better, and one that gives each copy a single source (as Plan does) may do somewhat
-// worse. It is computed independently of any plan: a binary search on T in bytes, each
-// step a max-flow (Dinic's algorithm) from the demands, grouped by their set of sources,
-// through the source nodes of capacity T (less their receive) to a sink; T is feasible
-// when the flow carries every byte. Demands without sources are ignored.
+// better; one that gives each copy a single source may do worse (Plan splits copies
+// where it must, and meets it). It is computed independently of any plan: a binary
+// search on T in bytes, each step a max-flow (Dinic's algorithm) from the demands,
+// grouped by their set of sources, through the source nodes of capacity T (less their
+// receive) to a sink; T is feasible when the flow carries every byte. Demands without
+// sources are ignored.
 //
 // By max-flow min-cut, T is feasible exactly when every set S of nodes can send the
 // demands whose sources all lie in S: so the bound is the largest, over S, of those
 // demands' bytes (plus S's receives when shared) divided by |S|, rounded up; the tests
 // check the flow against that formula by enumeration on small clusters.
 func MinMaxLoad(demands []Demand, shared bool) Bound {
+	g := groupDemands(demands)
+	var b Bound
+	for _, r := range g.recv {
+		b.ReceiveBytes = max(b.ReceiveBytes, r)
+	}
+	f := newFlowNet(g.bytes, g.sources, len(g.recv))
+	b.SendBytes = f.least(0, g.total, func(int) int64 { return 0 }, g.total)
+	if !shared {
+		b.Bytes = max(b.SendBytes, b.ReceiveBytes)
+		return b
+	}
+	b.Bytes = f.least(b.ReceiveBytes, b.ReceiveBytes+g.total, func(n int) int64 { return g.recv[n] }, g.total)
+	return b
+}
+
+// demandGroups are demands with the same set of sources added together; nodes are
+// indexes into the sorted IDs of every source and destination.
+type demandGroups struct {
+	recv    []int64 // by node
+	bytes   []int64 // by group
+	sources [][]int // by group
+	total   int64
+}
+
+func groupDemands(demands []Demand) demandGroups {
 	var ids []ring.NodeID
 	for _, d := range demands {
 		ids = append(ids, d.Destination)
@@ -56,45 +82,29 @@ func MinMaxLoad(demands []Demand, shared bool) Bound {
 	for i, id := range ids {
 		index[id] = i
 	}
-	recv := make([]int64, len(ids))
-	groups := map[string]int{} // sources, as sorted indexes, to the group's index
-	var groupBytes []int64
-	var groupSources [][]int
-	var total int64
+	g := demandGroups{recv: make([]int64, len(ids))}
+	byKey := map[string]int{}
 	for _, d := range demands {
 		if len(d.Sources) == 0 {
 			continue
 		}
-		recv[index[d.Destination]] += d.Bytes
+		g.recv[index[d.Destination]] += d.Bytes
 		src := make([]int, 0, len(d.Sources))
 		for _, s := range d.Sources {
 			src = append(src, index[s])
 		}
 		slices.Sort(src)
 		src = slices.Compact(src)
-		key := setKey(src)
-		g, ok := groups[key]
+		k, ok := byKey[setKey(src)]
 		if !ok {
-			g = len(groupBytes)
-			groups[key] = g
-			groupBytes = append(groupBytes, 0)
-			groupSources = append(groupSources, src)
+			k = len(g.bytes)
+			byKey[setKey(src)] = k
+			g.bytes, g.sources = append(g.bytes, 0), append(g.sources, src)
 		}
-		groupBytes[g] += d.Bytes
-		total += d.Bytes
+		g.bytes[k] += d.Bytes
+		g.total += d.Bytes
 	}
-	var b Bound
-	for _, r := range recv {
-		b.ReceiveBytes = max(b.ReceiveBytes, r)
-	}
-	f := newFlowNet(groupBytes, groupSources, len(ids))
-	b.SendBytes = f.least(0, total, func(n int) int64 { return 0 }, total)
-	if !shared {
-		b.Bytes = max(b.SendBytes, b.ReceiveBytes)
-		return b
-	}
-	b.Bytes = f.least(b.ReceiveBytes, b.ReceiveBytes+total, func(n int) int64 { return recv[n] }, total)
-	return b
+	return g
 }
 
 // setKey encodes a sorted set of node indexes as a map key.

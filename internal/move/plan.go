@@ -29,8 +29,9 @@ type Change struct {
 	// ring; nil means RingSuccessors.
 	Rehome Rehome
 	// Strict makes the replica that gives up a range the source of the copy that replaces
-	// it, whenever it is live (see Transfer.Leaving); otherwise such transfers move to
-	// another live replica when that shortens the movement.
+	// it, whenever it is live (see Transfer.Leaving). Otherwise the planner moves such
+	// copies, whole or in part, to other live replicas wherever a node would exceed the
+	// bound, and the plan's load is the bound.
 	Strict bool
 	// SharedLimit says that a node's sends and receives share one rate limit, so that its
 	// load is what it sends plus what it receives; by default they have a limit each and
@@ -60,7 +61,7 @@ type RingSuccessors struct{}
 // NewReplicas implements Rehome.
 func (RingSuccessors) NewReplicas(_ Range, _, target []ring.NodeID) []ring.NodeID { return target }
 
-// Transfer is one copy of one range to one node that does not hold it.
+// Transfer is a copy of a range, or of part of one, to a node that does not hold it.
 type Transfer struct {
 	Range       Range
 	Source      ring.NodeID
@@ -85,7 +86,8 @@ type Shortfall struct {
 // Movement is the plan of one change: what to copy from whom to whom, and what the
 // copies cost per node.
 type Movement struct {
-	// Transfers are in token order, then in the order of the range's new replica set.
+	// Transfers are in token order, then in the order of the range's new replica set; a
+	// copy split among sources is consecutive sub-ranges, the leaving replica's first.
 	Transfers  []Transfer
 	Shortfalls []Shortfall
 	// MovedBytes is the sum of the transfers; MinimumBytes is Σ over ranges of
@@ -113,7 +115,7 @@ var ErrInvalidChange = errors.New("move: invalid change")
 
 // Plan returns the movement of c: for every range whose replica set changes, a copy to
 // each new replica from a live old one. See the package comment for how sources are
-// chosen and what is minimal.
+// chosen and what is minimal. It keeps nothing of c, and the Movement is the caller's.
 func Plan(c Change) (*Movement, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -190,10 +192,10 @@ func (c Change) validate() error {
 }
 
 // piece is a range over which neither ring has a token, so that it has one replica set
-// in each: old in the current ring, new after the change.
+// in each: before in the current ring, after in the target.
 type piece struct {
-	rng      Range
-	old, new []ring.NodeID
+	rng           Range
+	before, after []ring.NodeID
 }
 
 // pieces cuts the ring where either ring has a token and returns, in token order, the
@@ -203,34 +205,38 @@ func (c Change) pieces() ([]piece, error) {
 	if rehome == nil {
 		rehome = RingSuccessors{}
 	}
+	inTarget := map[ring.NodeID]bool{}
+	for _, n := range c.Target.Nodes() {
+		inTarget[n.ID] = true
+	}
 	cuts := cutPoints(c.Current, c.Target)
 	var out []piece
 	for i, end := range cuts {
 		r := Range{Start: cuts[(i+len(cuts)-1)%len(cuts)], End: end}
 		old := c.Strategy.Replicas(c.Current, end, c.RF)
 		next := c.Strategy.Replicas(c.Target, end, c.RF)
-		if slices.ContainsFunc(old, func(id ring.NodeID) bool { _, in := c.Target.Node(id); return !in }) {
+		if slices.ContainsFunc(old, func(id ring.NodeID) bool { return !inTarget[id] }) {
 			next = slices.Clone(rehome.NewReplicas(r, slices.Clone(old), slices.Clone(next)))
-			if err := checkRehomed(c.Target, r, next); err != nil {
+			if err := checkRehomed(inTarget, r, next); err != nil {
 				return nil, err
 			}
 		}
 		if sameNodes(old, next) {
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].rng.End == r.Start && slices.Equal(out[n-1].old, old) && slices.Equal(out[n-1].new, next) {
+		if n := len(out); n > 0 && out[n-1].rng.End == r.Start && slices.Equal(out[n-1].before, old) && slices.Equal(out[n-1].after, next) {
 			out[n-1].rng.End = end
 			continue
 		}
-		out = append(out, piece{rng: r, old: old, new: next})
+		out = append(out, piece{rng: r, before: old, after: next})
 	}
 	return out, nil
 }
 
 // checkRehomed checks a Rehome's answer.
-func checkRehomed(target *ring.Ring, r Range, set []ring.NodeID) error {
+func checkRehomed(inTarget map[ring.NodeID]bool, r Range, set []ring.NodeID) error {
 	for i, id := range set {
-		if _, ok := target.Node(id); !ok {
+		if !inTarget[id] {
 			return fmt.Errorf("%w: rehomed range %s to %s, which is not in the target ring", ErrInvalidChange, r, id)
 		}
 		if slices.Contains(set[:i], id) {
@@ -271,19 +277,19 @@ func nodeIDs(a, b *ring.Ring) []ring.NodeID {
 func (c Change) copies(p piece, index map[ring.NodeID]int, m *Movement) []item {
 	bytes := c.Sizes.Bytes(p.rng)
 	var dests, leavers []ring.NodeID
-	for _, id := range p.new {
-		if !slices.Contains(p.old, id) {
+	for _, id := range p.after {
+		if !slices.Contains(p.before, id) {
 			dests = append(dests, id)
 		}
 	}
-	for _, id := range p.old {
-		if !slices.Contains(p.new, id) {
+	for _, id := range p.before {
+		if !slices.Contains(p.after, id) {
 			leavers = append(leavers, id)
 		}
 	}
 	m.MinimumBytes += bytes * int64(len(dests))
 	var cands []int
-	for _, id := range p.old {
+	for _, id := range p.before {
 		if !c.Down[id] {
 			cands = append(cands, index[id])
 		}

@@ -44,15 +44,15 @@ type part struct {
 // through them stays there. An item left with several parts is streamed as that many
 // sub-ranges (splitRange).
 func assignSources(items []item, nodes int, target int64, shared, strict bool) {
-	b := &balancer{items: items, send: make([]int64, nodes), cap: make([]int64, nodes), byNode: make([][]int, nodes)}
+	b := &balancer{items: items, send: make([]int64, nodes), limit: make([]int64, nodes), byNode: make([][]int, nodes)}
 	recv := make([]int64, nodes)
 	for i := range items {
 		recv[items[i].dest] += items[i].bytes
 	}
 	for n := range nodes {
-		b.cap[n] = target
+		b.limit[n] = target
 		if shared {
-			b.cap[n] -= recv[n]
+			b.limit[n] -= recv[n]
 		}
 	}
 	var rest []int
@@ -68,25 +68,25 @@ func assignSources(items []item, nodes int, target int64, shared, strict bool) {
 	for _, i := range rest {
 		best := items[i].cands[0]
 		for _, c := range items[i].cands[1:] {
-			if b.send[c]-b.cap[c] < b.send[best]-b.cap[best] {
+			if b.send[c]-b.limit[c] < b.send[best]-b.limit[best] {
 				best = c
 			}
 		}
 		b.give(i, best, items[i].bytes)
 	}
 	for n := 0; n < nodes; {
-		if b.send[n] <= b.cap[n] || !b.augment(n) {
-			n++ // at target, or (never, when target came from MinMaxLoad) stuck above it
+		if b.send[n] <= b.limit[n] || !b.augment(n) {
+			n++ // at target, or stuck above it: only copies that strict fixed there are left
 		}
 	}
 }
 
-// balancer is the state of assignSources: each node's send, its capacity (target, less
+// balancer is the state of assignSources: each node's send, its limit (target, less
 // its receive when shared) and the items it sends some of.
 type balancer struct {
-	items     []item
-	send, cap []int64
-	byNode    [][]int
+	items       []item
+	send, limit []int64
+	byNode      [][]int
 }
 
 // give moves bytes of item i to node n's part, creating the part if needed.
@@ -127,7 +127,7 @@ func (b *balancer) partOf(i, n int) int64 {
 // whose hop it is.
 type hop struct{ from, item int }
 
-// augment pushes some of node u's excess to a node below capacity along a shortest path,
+// augment pushes some of node u's excess to a node below its limit along a shortest path,
 // and reports whether it found one.
 func (b *balancer) augment(u int) bool {
 	prev := make([]hop, len(b.send))
@@ -143,7 +143,7 @@ func (b *balancer) augment(u int) bool {
 					continue
 				}
 				seen[c], prev[c] = true, hop{from: a, item: i}
-				if b.send[c] < b.cap[c] {
+				if b.send[c] < b.limit[c] {
 					b.push(u, c, prev)
 					return true
 				}
@@ -180,7 +180,7 @@ func (b *balancer) edgeOrder(a int) []int {
 // push moves as many bytes as the path from u to w allows: u's excess, w's room, and
 // each hop's part.
 func (b *balancer) push(u, w int, prev []hop) {
-	amount := min(b.send[u]-b.cap[u], b.cap[w]-b.send[w])
+	amount := min(b.send[u]-b.limit[u], b.limit[w]-b.send[w])
 	for v := w; v != u; v = prev[v].from {
 		amount = min(amount, b.partOf(prev[v].item, prev[v].from))
 	}
