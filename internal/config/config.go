@@ -75,6 +75,9 @@ type Config struct {
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	KeysLimit       int           `yaml:"keys_limit"`
 
+	SlowlogThreshold time.Duration `yaml:"slowlog_threshold"`
+	SlowlogMaxLen    int           `yaml:"slowlog_max_len"`
+
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 	GCPercent        int   `yaml:"gc_percent"`
 
@@ -149,6 +152,8 @@ func Default() Config {
 		MaxRequestBytes:        64 << 20,
 		MaxArgs:                1 << 20,
 		MaxConnections:         10000,
+		SlowlogThreshold:       10 * time.Millisecond,
+		SlowlogMaxLen:          128,
 		KeysLimit:              10000,
 		LogLevel:               "info",
 		LogFormat:              "text",
@@ -212,6 +217,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxArgs, "max-args", c.MaxArgs, "most arguments one command may carry")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "most client connections served at once; more are refused with an error")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a client connection idle this long; 0 never does")
+	fs.DurationVar(&c.SlowlogThreshold, "slowlog-threshold", c.SlowlogThreshold, "a command that takes this long or more, from the start of its execution to its reply (store and replicas included), enters the slow log (SLOWLOG GET) and counts as a latency spike (LATENCY LATEST); Redis's slowlog-log-slower-than. 0 logs every command, a negative value none")
+	fs.IntVar(&c.SlowlogMaxLen, "slowlog-max-len", c.SlowlogMaxLen, "how many commands the slow log keeps, the newest (at most 65536)")
 	fs.IntVar(&c.KeysLimit, "keys-limit", c.KeysLimit, "most keys KEYS replies with: a pattern matching more gets an error telling the client to use SCAN, which pages; KEYS reads the whole keyspace (the whole cluster's) whatever the limit, the limit bounds its reply")
 	fs.Int64Var(&c.MemoryLimitBytes, "memory-limit-bytes", c.MemoryLimitBytes, "soft limit on the Go runtime's memory (debug.SetMemoryLimit): the garbage collector works harder as the process nears it, which keeps RSS close to the live data, worth setting with the memory engine; 0 leaves the runtime's default (GOMEMLIMIT or none)")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's GOGC: how far the heap may grow past live data before a collection; 0 chooses: 25 with the memory engine (its rows are the heap, and 100 would let RSS reach twice the data), Go's default otherwise; a GOGC environment variable overrides the automatic choice")
@@ -332,12 +339,16 @@ func (c *Config) Validate() error {
 		{"lsm_memtable_size_bytes", c.LSMMemTableSizeBytes}, {"max_key_bytes", int64(c.MaxKeyBytes)},
 		{"max_value_bytes", int64(c.MaxValueBytes)}, {"max_request_bytes", int64(c.MaxRequestBytes)},
 		{"max_args", int64(c.MaxArgs)}, {"max_connections", int64(c.MaxConnections)},
+		{"slowlog_max_len", int64(c.SlowlogMaxLen)},
 		{"keys_limit", int64(c.KeysLimit)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
 			return fmt.Errorf("%w: %s must be positive, got %d", ErrInvalid, p.name, p.v)
 		}
+	}
+	if c.SlowlogMaxLen > 1<<16 {
+		return fmt.Errorf("%w: slowlog_max_len %d exceeds 65536", ErrInvalid, c.SlowlogMaxLen)
 	}
 	if c.MaxKeyBytes > 64<<10 {
 		return fmt.Errorf("%w: max_key_bytes %d exceeds the row key limit 65536", ErrInvalid, c.MaxKeyBytes)

@@ -103,6 +103,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--lsm-second-dir", "/hdd"}, {"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "round-robin"},
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},
 		{"--lsm-block-size-bytes", "512"}, {"--lsm-block-size-bytes", "2097152"}, {"--lsm-block-size-bytes", "-1"},
+		{"--slowlog-max-len", "0"}, {"--slowlog-max-len", "65537"},
 	}
 	for _, args := range bad {
 		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {

@@ -11,6 +11,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,6 +220,10 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 		IdleTimeout:     n.cfg.IdleTimeout,
 		KeysLimit:       n.cfg.KeysLimit,
 		Registerer:      reg,
+		// 0 logs every command, as Redis's slowlog-log-slower-than 0; resp takes 0 for
+		// its default and 1µs for every command.
+		SlowlogThreshold: cmp.Or(n.cfg.SlowlogThreshold, time.Microsecond),
+		SlowlogMaxLen:    n.cfg.SlowlogMaxLen,
 	}
 }
 
