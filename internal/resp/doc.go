@@ -166,6 +166,18 @@
 //     with the later timestamp, never some of each. As MSET in a cluster it is not atomic
 //     across keys: an error (TIMEOUT, UNAVAILABLE) may leave some keys written.
 //
+// # FLUSHDB and FLUSHALL
+//
+// Both delete every key, synchronously, through the store's Flusher: a row tombstone at
+// one timestamp on every row each node holds, as DEL writes. In a cluster they need every
+// node up and refuse with UNAVAILABLE otherwise, deleting nothing. A key written and
+// acknowledged before the command began is deleted, whichever node coordinated it (the
+// timestamp is the largest of every node's clock, see internal/node/flush.go); a write
+// made after the reply survives; one made meanwhile may go either way. An error after
+// some nodes flushed (a node failing meanwhile) leaves them flushed: running the command
+// again completes it. The space returns as a delete's does, once compaction purges the
+// tombstones after tombstone_grace; until then DBSIZE's estimate still counts the rows.
+//
 // Redis allows the empty key; kura rows do not (row.ValidateKey), so reads of "" find
 // nothing and writes of "" are rejected with an error reply.
 //
