@@ -65,7 +65,7 @@ func (c *clientRegistry) byID(id int64) *Session {
 // connection ends.
 func (h *Handler) NewConnSession(addr, laddr string, closeConn func()) *Session {
 	s := &Session{id: h.nextID.Add(1), authed: h.cfg.Password == "", proto: resp2,
-		addr: addr, laddr: laddr, created: h.now(), closeConn: closeConn}
+		addr: addr, laddr: laddr, created: h.cfg.Ticks(), closeConn: closeConn}
 	s.lastSeen.Store(s.created)
 	h.clientList.add(s)
 	return s
@@ -103,7 +103,7 @@ func (h *Handler) clientLine(b *strings.Builder, s *Session, now int64) {
 // CLIENT INFO: the caller's line of CLIENT LIST.
 func clientInfo(h *Handler, dst []byte, _ [][]byte, s *Session) []byte {
 	var b strings.Builder
-	h.clientLine(&b, s, h.now())
+	h.clientLine(&b, s, h.cfg.Ticks())
 	b.WriteByte('\n')
 	return s.proto.appendVerbatim(dst, b.String())
 }
@@ -156,7 +156,7 @@ func clientList(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		return appendSyntaxErr(dst)
 	}
 	var b strings.Builder
-	now := h.now()
+	now := h.cfg.Ticks()
 	for _, c := range sessions {
 		h.clientLine(&b, c, now)
 		b.WriteByte('\n')

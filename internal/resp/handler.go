@@ -26,6 +26,7 @@ type Handler struct {
 	slowlog    slowLog        // SLOWLOG (slowlog.go)
 	latency    []cmdHistogram // per command id, for LATENCY HISTOGRAM (latency.go)
 	monitor    latencyMonitor // LATENCY's spikes (latency.go)
+	subNames   [][]subName    // per command id, its subcommands' names (latency.go)
 
 	nextID   atomic.Int64 // client ids
 	clients  atomic.Int64 // connected clients, maintained by the Server
@@ -47,7 +48,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.byName[c.name] = c
 	}
 	h.locks.seed = maphash.MakeSeed()
-	h.rng.r, h.latency = cfg.Rand, make([]cmdHistogram, len(h.table))
+	h.initObservers(cfg)
 	h.started = cfg.Clock.Physical()
 	h.maxField = min(cfg.MaxKeyBytes, row.MaxColumnNameSize-1)
 	return h, nil
@@ -69,11 +70,12 @@ type Session struct {
 	// What other connections' CLIENT LIST and KILL see (client.go): name, libName, libVer
 	// and proto are written under info, the last command and its start atomically.
 	laddr     string // local address, set by the Server
-	created   int64  // clock.Physical() at creation
+	created   int64  // Config.Ticks at creation
 	info      sync.Mutex
 	lastCmd   atomic.Pointer[string]
 	lastSeen  atomic.Int64
 	closeConn func() // closes the connection (CLIENT KILL); nil outside a Server
+	took      int64  // how long the last command executed took, in µs (latency.go)
 
 	// consistency is the level KURA.CONSISTENCY set for this connection; "" uses the
 	// store's default.

@@ -31,6 +31,7 @@ func newHandlerEnv(t testing.TB, cfg Config) *handlerEnv {
 	cfg.Store, cfg.Clock, cfg.KeysEstimate = e.store, e.clock.hlc(), e.store.keys
 	cfg.Version = "test"
 	cfg.Rand = rand.New(rand.NewPCG(1, 2)) // HRANDFIELD's picks, the same every run
+	cfg.Ticks = e.clock.read               // commands take the time the clock is advanced
 	cfg.Info = func() []InfoSection {
 		return []InfoSection{{Name: "Engine", Fields: []InfoField{{"engine", "memstore"}, {"role", "in-memory"}}}}
 	}

@@ -57,12 +57,8 @@ type latencyMonitor struct {
 	events map[string]*latencyEvent
 }
 
-// observeLatency records one execution of c: its histogram, and a spike when it was slow.
-func (h *Handler) observeLatency(c *command, start, micros int64) {
-	h.latency[c.id].add(micros)
-	if !h.isSlow(micros) {
-		return
-	}
+// recordSpike records a slow execution of c, which ended at now, as a latency spike.
+func (h *Handler) recordSpike(c *command, now, micros int64) {
 	m := &h.monitor
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -74,7 +70,7 @@ func (h *Handler) observeLatency(c *command, start, micros int64) {
 		e = &latencyEvent{}
 		m.events[c.name] = e
 	}
-	sec, ms := start/microsPerSecond, micros/microsPerMilli
+	sec, ms := now/microsPerSecond, micros/microsPerMilli
 	e.max = max(e.max, ms)
 	if n := len(e.samples); n > 0 && e.samples[n-1].at == sec {
 		e.samples[n-1].ms = max(e.samples[n-1].ms, ms)
@@ -261,29 +257,43 @@ func latencyHistogram(h *Handler, dst []byte, args [][]byte, s *Session) []byte 
 	return dst
 }
 
-// began notes that s starts running c (for CLIENT LIST) and returns the time it started.
+// initObservers sets up what began and ended record, and HRANDFIELD's randomness.
+func (h *Handler) initObservers(cfg Config) {
+	h.rng.r, h.latency = cfg.Rand, make([]cmdHistogram, len(h.table))
+	h.subNames = make([][]subName, len(h.table))
+	for _, c := range h.table {
+		for _, sc := range containers[c.name] {
+			h.subNames[c.id] = append(h.subNames[c.id], subName{sc.name, c.name + "|" + sc.name})
+		}
+	}
+}
+
+// began notes that s starts running c (for CLIENT LIST) and returns when it started, in
+// Config.Ticks.
 func (h *Handler) began(c *command, args [][]byte, s *Session) int64 {
-	start := h.now()
+	start := h.cfg.Ticks()
 	s.lastSeen.Store(start)
-	s.lastCmd.Store(commandName(c, args))
+	s.lastCmd.Store(h.commandName(c, args))
 	return start
 }
 
 // ended records the latency of a command begun at start: its histogram, the latency
 // monitor and the slow log.
 func (h *Handler) ended(c *command, args [][]byte, s *Session, start int64) {
-	micros := max(h.now()-start, 0) // the wall clock may step back
-	h.observeLatency(c, start, micros)
-	if h.isSlow(micros) {
-		h.recordSlow(args, s, start, micros)
+	micros := max(h.cfg.Ticks()-start, 0)
+	s.took = micros
+	h.latency[c.id].add(micros)
+	if h.isSlow(micros) { // rare: now the wall clock's time
+		now := h.now()
+		h.recordSpike(c, now, micros)
+		h.recordSlow(args, s, now, micros)
 	}
 }
 
 // commandName returns the name CLIENT LIST shows for a command: "client|list" for a
 // container's known subcommand, as Redis, else the command's own. It does not allocate.
-func commandName(c *command, args [][]byte) *string {
-	if len(args) > 1 {
-		subs := subcommandNames()[c.name]
+func (h *Handler) commandName(c *command, args [][]byte) *string {
+	if subs := h.subNames[c.id]; len(subs) > 0 && len(args) > 1 {
 		for i := range subs {
 			if equalFold(args[1], subs[i].name) {
 				return &subs[i].full
@@ -293,18 +303,11 @@ func commandName(c *command, args [][]byte) *string {
 	return &c.name
 }
 
+// subName is a container's subcommand: its name and the name CLIENT LIST shows.
 type subName struct{ name, full string }
 
-// subcommandNames lists the subcommands of every container command, by container.
-var subcommandNames = sync.OnceValue(func() map[string][]subName {
-	out := map[string][]subName{}
-	for name, subs := range map[string][]subcommand{
-		"client": clientSubs, "command": commandSubs, "config": configSubs, "object": objectSubs,
-		"memory": memorySubs, "latency": latencySubs, "slowlog": slowlogSubs,
-	} {
-		for _, sc := range subs {
-			out[name] = append(out[name], subName{sc.name, name + "|" + sc.name})
-		}
-	}
-	return out
-})
+// containers are the container commands' subcommands, by container.
+var containers = map[string][]subcommand{
+	"client": clientSubs, "command": commandSubs, "config": configSubs, "object": objectSubs,
+	"memory": memorySubs, "latency": latencySubs, "slowlog": slowlogSubs,
+}

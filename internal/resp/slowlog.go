@@ -50,12 +50,12 @@ func (h *Handler) isSlow(micros int64) bool {
 	return t >= 0 && (t <= time.Microsecond || micros >= t.Microseconds())
 }
 
-// recordSlow adds a slow command that took micros to the log.
-func (h *Handler) recordSlow(args [][]byte, s *Session, start, micros int64) {
+// recordSlow adds a slow command that took micros and ended at now to the log.
+func (h *Handler) recordSlow(args [][]byte, s *Session, now, micros int64) {
 	s.info.Lock()
 	name := s.name
 	s.info.Unlock()
-	e := slowEntry{at: start / microsPerSecond, micros: micros, args: slowlogArgs(args), addr: s.addr, name: name}
+	e := slowEntry{at: now / microsPerSecond, micros: micros, args: slowlogArgs(args), addr: s.addr, name: name}
 	l := &h.slowlog
 	l.mu.Lock()
 	defer l.mu.Unlock()
