@@ -135,7 +135,9 @@
 // of keys, all locked and written in one batch. WATCH sees writes completed before EXEC
 // checks it; a write through another coordinator that lands between the check and the
 // transaction's own write (it does not go through the leader) is ordered by timestamp,
-// not detected.
+// not detected. Connection commands queued in a transaction (CLIENT SETNAME, CLIENT ID,
+// HELLO...) run on the transaction's own session at the leader, not on the connection:
+// send them outside MULTI.
 //
 // # Read-modify-write commands: APPEND, SETRANGE, SETNX, MSETNX
 //

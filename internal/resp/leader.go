@@ -216,6 +216,9 @@ func (t *txStore) Get(key []byte) (row.Row, bool, error) {
 	if t.read == nil {
 		t.read, t.wrote = map[string]row.Row{}, map[string]row.Row{}
 	}
+	if len(key) == 0 {
+		return row.Row{}, false, nil // no row has the empty key
+	}
 	if r, ok := t.read[string(key)]; ok {
 		return r.Clone(), !r.IsEmpty(), nil
 	}

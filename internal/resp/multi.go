@@ -2,7 +2,10 @@ package resp
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
+
+	"github.com/kuradb/kura/internal/row"
 )
 
 // Transactions: MULTI queues commands, EXEC runs them at once, DISCARD drops them, WATCH
@@ -97,6 +100,9 @@ func cmdWatch(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 // watchDigestOf reads key's digest where EXEC will compare it: at the key's leader in a
 // cluster, from the store on a single node.
 func (h *Handler) watchDigestOf(s *Session, key []byte) ([]byte, error) {
+	if len(key) == 0 {
+		return watchDigest(&row.Row{}), nil // no row has the empty key
+	}
 	if l, ok := h.store.(Leader); ok {
 		reply, err := l.AtLeader(&LeaderRequest{Key: key, Level: s.consistency, Proto: 2, WatchOnly: true})
 		if err != nil {
@@ -135,7 +141,9 @@ func cmdExec(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	for _, args := range cmds {
 		keys = append(keys, h.keysOf(args)...)
 	}
-	keys = distinct(keys)
+	// The empty key names no row (commands on it read nothing and write nothing): it
+	// needs no leader.
+	keys = slices.DeleteFunc(distinct(keys), func(k []byte) bool { return len(k) == 0 })
 	req := LeaderRequest{Level: s.consistency, Proto: int(s.proto), Multi: true, Cmds: cmds}
 	if _, ok := h.store.(Leader); ok {
 		switch {
