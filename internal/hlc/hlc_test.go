@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestNowIsStrictlyIncreasingWhenTheWallClockStepsBack(t *testing.T) {
@@ -56,6 +57,81 @@ func TestConcurrentCallersNeverShareATimestamp(t *testing.T) {
 				t.Fatalf("timestamp %d issued twice", v)
 			}
 			all[v] = true
+		}
+	}
+}
+
+// Current is what a node stamps on its messages: never below a timestamp issued or
+// observed, and it issues nothing (the next Now is not pushed up by it).
+func TestCurrentCoversEveryTimestampWithoutIssuingOne(t *testing.T) {
+	var wall atomic.Int64
+	wall.Store(100)
+	c := New(wall.Load)
+	if got := c.Current(); got != 100 {
+		t.Fatalf("Current on a fresh clock = %d, want the physical 100", got)
+	}
+	a := c.Now()
+	b := c.Now() // the logical path: 101
+	if got := c.Current(); got < b {
+		t.Fatalf("Current = %d after Now issued %d and %d", got, a, b)
+	}
+	if c.Current() != c.Current() {
+		t.Fatal("Current changed the clock")
+	}
+	c.Observe(5_000)
+	if got := c.Current(); got != 5_000 {
+		t.Fatalf("Current = %d after observing 5000", got)
+	}
+	if got := c.Now(); got != 5_001 {
+		t.Fatalf("Now = %d after Current calls, want 5001", got)
+	}
+	wall.Store(9_000)
+	if got := c.Current(); got != 9_000 {
+		t.Fatalf("Current = %d once the physical clock is ahead, want 9000", got)
+	}
+}
+
+// Observe from many goroutines, racing Now: the clock ends at the largest observed, and
+// Now afterwards exceeds it.
+func TestConcurrentObserveKeepsTheLargest(t *testing.T) {
+	c := New(func() int64 { return 1 })
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				c.Observe(int64(g*1000 + i))
+				c.Now()
+			}
+		})
+	}
+	wg.Wait()
+	if got := c.Now(); got <= 7999 {
+		t.Fatalf("Now = %d after observing up to 7999", got)
+	}
+}
+
+func TestOutOfSyncWhenMostPeersAreFurtherOffThanTheMaximum(t *testing.T) {
+	const maxOffset = 500 * time.Millisecond
+	s := time.Second
+	for _, c := range []struct {
+		name    string
+		offsets []time.Duration
+		max     time.Duration
+		want    bool
+	}{
+		{"no peers", nil, maxOffset, false},
+		{"every peer close", []time.Duration{time.Millisecond, -3 * time.Millisecond}, maxOffset, false},
+		{"exactly the maximum is within it", []time.Duration{maxOffset, -maxOffset}, maxOffset, false},
+		{"the odd one out (behind): both peers ahead", []time.Duration{3 * s, 3 * s}, maxOffset, true},
+		{"the odd one out (ahead): both peers behind", []time.Duration{-3 * s, -3 * s}, maxOffset, true},
+		{"one peer of two far: that peer is the odd one", []time.Duration{-3 * s, 0}, maxOffset, false},
+		{"two of three far", []time.Duration{-3 * s, 2 * s, 0}, maxOffset, true},
+		{"half is not most", []time.Duration{3 * s, 3 * s, 0, 0}, maxOffset, false},
+		{"a single peer far: both sides refuse", []time.Duration{-s}, maxOffset, true},
+		{"no limit", []time.Duration{3 * s, 3 * s}, 0, false},
+	} {
+		if got := OutOfSync(c.offsets, c.max); got != c.want {
+			t.Errorf("%s: OutOfSync(%v, %v) = %v, want %v", c.name, c.offsets, c.max, got, c.want)
 		}
 	}
 }
