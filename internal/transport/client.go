@@ -39,6 +39,14 @@ type ClientConfig struct {
 	// Dial opens connections. Default: net.Dialer.DialContext with TCP_NODELAY (Go's
 	// default for TCP).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clock stamps the requests (frame version 2), observes the stamps of the responses,
+	// and times them for ClockOffset. Nil: the client sends no stamps and learns nothing
+	// from the peer's.
+	Clock Clock
+	// MaxVersion is the newest frame version the client speaks: 0 means Version; 1 makes
+	// it speak as a client that predates version 2 (no hello, no stamps), which tests of
+	// mixed-version clusters use.
+	MaxVersion int
 }
 
 func (cfg ClientConfig) withDefaults() (ClientConfig, error) {
@@ -77,6 +85,8 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, error) {
 		return cfg, fmt.Errorf("%w: negative MaxInFlight or SendQueueDepth", ErrConfig)
 	case cfg.QueueWait < 0 || cfg.DialTimeout < 0 || cfg.BackoffBase < 0 || cfg.BackoffMax < cfg.BackoffBase:
 		return cfg, fmt.Errorf("%w: negative durations or BackoffMax below BackoffBase", ErrConfig)
+	case cfg.MaxVersion < 0 || cfg.MaxVersion > Version:
+		return cfg, fmt.Errorf("%w: MaxVersion %d not in [0, %d]", ErrConfig, cfg.MaxVersion, Version)
 	}
 	return cfg, nil
 }
@@ -86,12 +96,13 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, error) {
 // (see ClientConfig). Many calls share the connection: they are matched to responses by
 // request ID. A Client is safe for concurrent use.
 type Client struct {
-	addr   string
-	cfg    ClientConfig
-	ctx    context.Context // canceled by Close; bounds dials
-	cancel context.CancelFunc
-	cur    atomic.Pointer[clientConn] // the live connection, or nil
-	wg     sync.WaitGroup             // dials and connection goroutines
+	addr    string
+	cfg     ClientConfig
+	version byte            // the newest frame version it speaks (cfg.MaxVersion)
+	ctx     context.Context // canceled by Close; bounds dials
+	cancel  context.CancelFunc
+	cur     atomic.Pointer[clientConn] // the live connection, or nil
+	wg      sync.WaitGroup             // dials and connection goroutines
 
 	mu       sync.Mutex
 	closed   bool
@@ -101,7 +112,13 @@ type Client struct {
 	lastErr  error         // why the last connection or dial failed
 
 	counts writeCounters
+	offset offsetEstimate // of the peer's clock, from the stamps of its responses
 }
+
+// ClockOffset returns the estimate of the peer's physical clock against this node's, from
+// the stamps of its responses (see Offset); false until a stamped response arrived (none
+// does from a peer that predates frame version 2, or without a Clock).
+func (c *Client) ClockOffset() (Offset, bool) { return c.offset.get() }
 
 // Stats returns what the client's connections wrote (requests).
 func (c *Client) Stats() Stats { return c.counts.stats() }
@@ -113,7 +130,7 @@ func NewClient(addr string, cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{addr: addr, cfg: cfg, ctx: ctx, cancel: cancel}, nil
+	return &Client{addr: addr, cfg: cfg, version: versionOf(cfg.MaxVersion), ctx: ctx, cancel: cancel}, nil
 }
 
 // Addr returns the peer's address.
@@ -216,13 +233,20 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	}
 }
 
-// dial opens a connection and installs it, or records the failure and the backoff. It runs
-// in its own goroutine so that a caller whose context ends does not abort the dial for the
-// others.
+// dial opens a connection, says hello (within the same DialTimeout) and installs it, or
+// records the failure and the backoff. It runs in its own goroutine so that a caller whose
+// context ends does not abort the dial for the others.
 func (c *Client) dial(done chan struct{}) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout)
 	nc, err := c.cfg.Dial(ctx, "tcp", c.addr)
+	var version byte
+	var dec *Decoder
+	if err == nil {
+		if version, dec, err = c.hello(ctx, nc); err != nil {
+			nc.Close()
+		}
+	}
 	cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -236,7 +260,7 @@ func (c *Client) dial(done chan struct{}) {
 		c.backOff(fmt.Errorf("transport: dial %s: %w", c.addr, err))
 		return
 	}
-	cn := newClientConn(c, nc)
+	cn := newClientConn(c, nc, version, dec)
 	c.cur.Store(cn)
 	c.wg.Add(3)
 	go func() {
@@ -251,6 +275,46 @@ func (c *Client) dial(done chan struct{}) {
 		defer c.wg.Done()
 		cn.w.run()
 	}()
+}
+
+// hello opens a new connection as the package doc's "Versions" says: it sends the hello
+// and reads the answer within ctx, and returns the version the connection speaks and the
+// decoder that read the answer, which the connection's reader goes on with. A client
+// configured for version 1 sends nothing.
+func (c *Client) hello(ctx context.Context, nc net.Conn) (byte, *Decoder, error) {
+	dec := newDecoder(nc, c.cfg.MaxPayloadBytes, c.version)
+	if c.version == Version1 {
+		return Version1, dec, nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	// Close cancels ctx: the hello must not hold it up until the deadline.
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	hello := AppendFrame(nil, Frame{Version: Version1, Type: TypeRequest, Method: helloMethod, ID: helloID,
+		Payload: []byte{c.version}})
+	_, err := nc.Write(hello)
+	c.counts.frames.Add(1)
+	c.counts.flushes.Add(1)
+	var f Frame
+	if err == nil {
+		f, err = dec.Next()
+	}
+	if !stop() && err == nil {
+		err = ctx.Err() // the deadline of the past may be set at any moment: give up on nc
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("transport: hello to %s: %w", c.addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	if f.ID != helloID || f.Type == TypeRequest {
+		return 0, nil, fmt.Errorf("transport: hello to %s: %w: answered by a %s frame with ID %d", c.addr, ErrMalformedFrame, f.Type, f.ID)
+	}
+	received(c.cfg.Clock, &c.offset, &f)
+	if f.Type == TypeResponse && f.Version != Version1 {
+		return f.Version, dec, nil
+	}
+	return Version1, dec, nil // a server that predates version 2 answered as its handler does
 }
 
 // connLost forgets a broken connection. A connection that carried at least one response

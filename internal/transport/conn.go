@@ -41,6 +41,8 @@ var callPool = sync.Pool{New: func() any { return &call{ch: make(chan result, 1)
 type clientConn struct {
 	c        *Client
 	nc       net.Conn
+	version  byte     // the frame version the connection speaks, agreed by the hello
+	dec      *Decoder // the reader's, which read the hello's answer
 	w        *frameWriter
 	inflight chan struct{} // one token per outstanding call (MaxInFlight)
 	dead     chan struct{} // closed by fail
@@ -55,16 +57,18 @@ type clientConn struct {
 	armSweep chan struct{}
 }
 
-func newClientConn(c *Client, nc net.Conn) *clientConn {
+func newClientConn(c *Client, nc net.Conn, version byte, dec *Decoder) *clientConn {
 	cn := &clientConn{
 		c:        c,
 		nc:       nc,
+		version:  version,
+		dec:      dec,
 		inflight: make(chan struct{}, c.cfg.MaxInFlight),
 		dead:     make(chan struct{}),
 		pending:  make(map[uint64]*call),
 		armSweep: make(chan struct{}, 1),
 	}
-	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, &c.counts, cn.fail)
+	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, &c.counts, c.cfg.Clock, cn.fail)
 	return cn
 }
 
@@ -169,7 +173,7 @@ func (cn *clientConn) register(cl *call, method uint16) (uint64, error) {
 // QueueWait budget for room. When it fails nothing was queued; the call is still pending.
 func (cn *clientConn) enqueue(ctx context.Context, method uint16, id uint64, timeout time.Duration, payload []byte, wait *overloadTimer) error {
 	var f outFrame
-	putHeader(f.hdr[:], TypeRequest, method, id, timeout, len(payload))
+	putHeader(f.hdr[:], cn.version, TypeRequest, method, id, timeout, len(payload))
 	f.payload, f.pooled = copyPayload(payload)
 	select {
 	case cn.w.q <- f:
@@ -211,13 +215,13 @@ func (cn *clientConn) abandon(id uint64, cl *call) {
 }
 
 func (cn *clientConn) readLoop() {
-	dec := NewDecoder(cn.nc, cn.c.cfg.MaxPayloadBytes)
 	for {
-		f, err := dec.Next()
+		f, err := cn.dec.Next()
 		if err != nil {
 			cn.fail(err)
 			return
 		}
+		received(cn.c.cfg.Clock, &cn.c.offset, &f)
 		var r result
 		switch f.Type {
 		case TypeResponse:

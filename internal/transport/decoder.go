@@ -15,12 +15,17 @@ const readBufferBytes = 64 << 10
 type Decoder struct {
 	r               *bufio.Reader
 	maxPayloadBytes int
+	maxVersion      byte // the newest version it reads (a peer configured as an older one reads less)
 }
 
-// NewDecoder returns a decoder that reads from r through a buffer and rejects payloads
-// larger than maxPayloadBytes.
+// NewDecoder returns a decoder that reads from r through a buffer, takes frames of either
+// version and rejects payloads larger than maxPayloadBytes.
 func NewDecoder(r io.Reader, maxPayloadBytes int) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, readBufferBytes), maxPayloadBytes: maxPayloadBytes}
+	return newDecoder(r, maxPayloadBytes, Version)
+}
+
+func newDecoder(r io.Reader, maxPayloadBytes int, maxVersion byte) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, readBufferBytes), maxPayloadBytes: maxPayloadBytes, maxVersion: maxVersion}
 }
 
 // Next reads one frame. It returns io.EOF if the stream ends cleanly between frames and
@@ -28,9 +33,19 @@ func NewDecoder(r io.Reader, maxPayloadBytes int) *Decoder {
 // resynchronized. On ErrFrameTooLarge the returned frame carries the header's type,
 // method and ID (see Decode).
 func (d *Decoder) Next() (Frame, error) {
-	h, err := d.r.Peek(HeaderSize)
+	v, err := d.r.Peek(1)
 	if err != nil {
-		if errors.Is(err, io.EOF) && len(h) > 0 {
+		return Frame{}, err // io.EOF: the stream ended between frames
+	}
+	// The version byte alone settles the header's size, and rejects a frame this peer
+	// does not read as soon as it arrives (as Decode does).
+	if err := checkVersion(v[0], d.maxVersion); err != nil {
+		return Frame{}, err
+	}
+	hs := headerSize(v[0])
+	h, err := d.r.Peek(hs)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return Frame{}, err
@@ -39,7 +54,7 @@ func (d *Decoder) Next() (Frame, error) {
 	if err != nil {
 		return f, err
 	}
-	d.r.Discard(HeaderSize)
+	d.r.Discard(hs)
 	if size == 0 {
 		return f, nil
 	}

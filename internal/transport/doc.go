@@ -5,7 +5,9 @@
 //
 // # Frames
 //
-// Every frame is a fixed 20-byte header followed by the payload. Integers are big-endian.
+// Every frame is a fixed header followed by the payload: 20 bytes in version 1, 44 in
+// version 2, whose header is version 1's followed by three stamps. Integers are
+// big-endian.
 //
 //	 0        1        2        3        4        5        6        7
 //	+--------+--------+--------+--------+--------+--------+--------+--------+
@@ -13,30 +15,73 @@
 //	+--------+--------+--------+--------+--------+--------+--------+--------+
 //	|                              request ID                               |
 //	+--------+--------+--------+--------+--------+--------+--------+--------+
-//	|         timeout (µs)              |  payload (length bytes) ...
+//	|         timeout (µs)              |  version 1: payload (length bytes) ...
 //	+--------+--------+--------+--------+--------
 //
-//	version   1 byte   Version (1). Checked on every frame.
+// Version 2 goes on from byte 20 with the stamps, then the payload from byte 44:
+//
+//	20                                                                   27
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|                              clock (µs)                               |
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|                              wall (µs)                                |
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|                              epoch                                    |
+//	+--------+--------+--------+--------+--------+--------+--------+--------+
+//	|  payload (length bytes) ...
+//	+--------+--------
+//
+//	version   1 byte   1 or 2, checked on every frame; it alone gives the header's size.
 //	type      1 byte   1 request, 2 response, 3 error; 4 is reserved for one-way
 //	                   messages; anything else is rejected.
 //	method    2 bytes  chosen by the caller; echoed in the response.
 //	length    4 bytes  payload length; over the receiver's limit is rejected before the
 //	                   payload is read.
 //	ID        8 bytes  chosen by the client, unique among its outstanding requests on the
-//	                   connection; the response carries the same ID.
+//	                   connection; the response carries the same ID. Calls are numbered
+//	                   from 1: ID 0 is the hello's.
 //	timeout   4 bytes  requests only: the caller's remaining time in microseconds,
 //	                   rounded up (0 = no deadline; at most MaxTimeout). It is relative so
 //	                   that clock skew between nodes does not matter; the server's handler
 //	                   context gets the deadline arrival time + timeout. Zero in other
 //	                   frames.
+//	clock     8 bytes  version 2: the sender's hybrid logical clock (ClientConfig.Clock,
+//	                   ServerConfig.Clock) as the frame went to the socket, at least every
+//	                   timestamp the sender had issued, its payload's included; 0 = none.
+//	                   The receiver's clock observes it before the request is handled or
+//	                   the response delivered, so that its later timestamps are larger.
+//	wall      8 bytes  version 2: the sender's physical clock then, microseconds since the
+//	                   Unix epoch; 0 = none. A client estimates its peer's clock offset
+//	                   from those of the responses (Client.ClockOffset).
+//	epoch     8 bytes  version 2: reserved for the ring epoch the sender planned a
+//	                   request under (issue 32, point 1); written 0, not yet acted on.
 //
 // An error frame's payload is a 2-byte code (see CodeHandlerError and the codes after it)
-// followed by a UTF-8 message. Decode and Decoder parse frames and are fuzzed.
+// followed by a UTF-8 message. Decode and Decoder parse frames of both versions and are
+// fuzzed.
 //
-// A frame that cannot be decoded (wrong version, unknown type, a payload over the limit)
-// closes its connection: there is no way to find the next frame boundary. A request over
-// the server's limit is first answered with a CodeTooLarge error frame, since its header
-// names the request.
+// A frame that cannot be decoded (an unknown version, an unknown type, a payload over the
+// limit) closes its connection: there is no way to find the next frame boundary. A request
+// over the server's limit is first answered with a CodeTooLarge error frame, since its
+// header names the request.
+//
+// # Versions
+//
+// A server answers every request in the version it came in, so a client that predates
+// version 2 is served as before. A client speaks version 2 only to a server that said it
+// reads it, since an older server closes a connection that sends it: each new connection
+// opens with a hello, a version 1 request with method 0 and ID 0 whose one-byte payload is
+// the newest version the client reads, before any call is sent (it counts in DialTimeout).
+// A server that reads version 2 answers it itself, not through its handler, with a
+// response in the newest version both read. A server that predates version 2 hands it to
+// its handler as a request for method 0 (kura's replica answered such a request with an
+// unknown method error) and answers in version 1, whatever the handler said; the
+// connection then speaks version 1, stamps nothing and observes nothing. Mixed-version
+// clusters therefore work, and an old peer is simply not observed. ClientConfig.MaxVersion
+// and ServerConfig.MaxVersion make a peer behave as an old one, for tests.
+//
+// The ring epoch of issue 32's point 1 goes in the reserved field: it needs no new
+// version, and a version 2 peer that does not act on epochs yet ignores it.
 //
 // # Connections
 //
@@ -80,8 +125,8 @@
 // Handler's request payload is valid only until Handle returns; the slice Handle returns
 // passes to the transport and must not be modified afterwards.
 //
-// The protocol has no handshake, no keepalive of its own (TCP keepalive is on) and no
-// compression; a per-connection GOAWAY frame that lets clients stop sending before a
+// The protocol has no handshake beyond the hello, no keepalive of its own (TCP keepalive
+// is on) and no compression; a per-connection GOAWAY frame that lets clients stop sending before a
 // graceful Shutdown closes the socket would remove the ErrConnectionLost that requests sent
 // during the shutdown now see.
 package transport

@@ -28,6 +28,14 @@ func FuzzDecode(f *testing.F) {
 	f.Add(AppendFrame(nil, Frame{Type: TypeRequest, Payload: make([]byte, fuzzMaxPayload+1)}))
 	f.Add(AppendFrame(nil, Frame{Type: TypeError, Payload: []byte{0}}))
 	f.Add([]byte{})
+	// Both versions on one stream (a hello and its answer, then stamped frames), and a
+	// version 2 header cut where a version 1 header would be whole.
+	v1 := AppendFrame(nil, Frame{Version: Version1, Type: TypeRequest, Method: helloMethod, ID: helloID, Payload: []byte{Version}})
+	v2 := AppendFrame(nil, Frame{Type: TypeResponse, Method: helloMethod, ID: helloID, Clock: 1 << 50, Wall: 1 << 50, Epoch: 3, Payload: []byte{Version}})
+	f.Add(append(bytes.Clone(v1), v2...))
+	f.Add(append(AppendFrame(nil, Frame{Type: TypeRequest, Method: 1, ID: 9, Timeout: 7, Clock: -1, Wall: 0, Payload: []byte("stamped")}), v1...))
+	f.Add(v2[:HeaderSizeV1+1])
+	f.Add(append([]byte{3}, v2[1:]...)) // a version from the future
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var frames []Frame
 		var sliceErr error

@@ -50,6 +50,20 @@ func (p *Pool) Stats() Stats {
 	return s
 }
 
+// Offsets returns the estimate of each peer's clock against this node's (see
+// Client.ClockOffset), by peer name, for the peers that have sent a stamped response.
+func (p *Pool) Offsets() map[string]Offset {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]Offset, len(p.clients))
+	for name, cl := range p.clients {
+		if o, ok := cl.ClockOffset(); ok {
+			out[name] = o
+		}
+	}
+	return out
+}
+
 // Close closes every client; Get must not be called after.
 func (p *Pool) Close() {
 	p.mu.Lock()

@@ -52,6 +52,15 @@ type ServerConfig struct {
 	MaxConnections int
 	// Logger receives handler panics and protocol violations. Default slog.Default().
 	Logger *slog.Logger
+	// Clock stamps the responses (frame version 2) and observes the stamps of the
+	// requests, before their handler runs. Nil: the server sends no stamps and observes
+	// none.
+	Clock Clock
+	// MaxVersion is the newest frame version the server reads and speaks: 0 means Version;
+	// 1 makes it a server that predates version 2 (it hands a client's hello to the
+	// handler and closes a connection that sends a version 2 frame), which tests of
+	// mixed-version clusters use.
+	MaxVersion int
 }
 
 func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
@@ -73,6 +82,9 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.MaxInFlight < 0 || cfg.MaxConnections < 0 {
 		return cfg, fmt.Errorf("%w: negative MaxInFlight or MaxConnections", ErrConfig)
 	}
+	if cfg.MaxVersion < 0 || cfg.MaxVersion > Version {
+		return cfg, fmt.Errorf("%w: MaxVersion %d not in [0, %d]", ErrConfig, cfg.MaxVersion, Version)
+	}
 	return cfg, nil
 }
 
@@ -89,6 +101,7 @@ const (
 type Server struct {
 	h       Handler
 	cfg     ServerConfig
+	version byte // the newest frame version it reads (cfg.MaxVersion)
 	log     *slog.Logger
 	ctx     context.Context // parent of every handler's context; canceled by Close
 	cancel  context.CancelFunc
@@ -113,7 +126,7 @@ func NewServer(h Handler, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{h: h, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
+	return &Server{h: h, cfg: cfg, version: versionOf(cfg.MaxVersion), log: cfg.Logger, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), conns: map[*serverConn]struct{}{}}, nil
 }
 

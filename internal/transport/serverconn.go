@@ -54,7 +54,7 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 	}
 	// The queue has room for one response per slot, so a handler never waits to queue its
 	// response, even when the writer has died.
-	sc.w = newFrameWriter(nc, s.cfg.MaxInFlight, sc.dead, sc.slots, &s.counts, func(err error) {
+	sc.w = newFrameWriter(nc, s.cfg.MaxInFlight, sc.dead, sc.slots, &s.counts, s.cfg.Clock, func(err error) {
 		sc.s.log.Debug("transport: write failed", "remote", sc.nc.RemoteAddr().String(), "err", err)
 		sc.abort()
 	})
@@ -106,7 +106,7 @@ func (sc *serverConn) drain() {
 // readLoop reads and dispatches requests until the stream ends, fails or is drained. It
 // reports whether the connection should end gracefully.
 func (sc *serverConn) readLoop() bool {
-	dec := NewDecoder(sc.nc, sc.s.cfg.MaxPayloadBytes)
+	dec := newDecoder(sc.nc, sc.s.cfg.MaxPayloadBytes, sc.s.version)
 	for {
 		f, err := dec.Next()
 		if err != nil {
@@ -116,8 +116,13 @@ func (sc *serverConn) readLoop() bool {
 			sc.protocolError(fmt.Errorf("%w: a server received a %s frame", ErrMalformedFrame, f.Type))
 			return false
 		}
+		received(sc.s.cfg.Clock, nil, &f)
 		if !sc.acquire() {
 			return sc.isDraining.Load()
+		}
+		if sc.s.version != Version1 && isHello(&f) {
+			sc.w.q <- sc.helloAnswer(f) // holds the slot until written
+			continue
 		}
 		sc.handlers.Add(1)
 		select {
@@ -144,6 +149,15 @@ func (sc *serverConn) worker(f Frame) {
 		}
 		f = next
 	}
+}
+
+// helloAnswer is the answer to a client's hello (see isHello): a response in the newest
+// version both read, whose payload is the newest this server reads. It holds an in-flight
+// slot.
+func (sc *serverConn) helloAnswer(f Frame) outFrame {
+	out := outFrame{payload: []byte{sc.s.version}, slot: true}
+	putHeader(out.hdr[:], min(f.Payload[0], sc.s.version), TypeResponse, helloMethod, helloID, 0, len(out.payload))
+	return out
 }
 
 // readFailed decides how a connection whose reader failed ends.
@@ -224,7 +238,7 @@ func (sc *serverConn) handle(f Frame) {
 		}
 		out = errorFrame(f, re.Code, re.Message)
 	} else {
-		putHeader(out.hdr[:], TypeResponse, f.Method, f.ID, 0, len(resp))
+		putHeader(out.hdr[:], f.Version, TypeResponse, f.Method, f.ID, 0, len(resp)) // in the request's version
 		out.payload = resp
 		out.slot = true
 	}
@@ -248,6 +262,6 @@ func errorFrame(f Frame, code uint16, msg string) outFrame {
 		msg = msg[:maxErrorMessageBytes]
 	}
 	out := outFrame{payload: errorPayload(code, msg), slot: true}
-	putHeader(out.hdr[:], TypeError, f.Method, f.ID, 0, len(out.payload))
+	putHeader(out.hdr[:], f.Version, TypeError, f.Method, f.ID, 0, len(out.payload))
 	return out
 }

@@ -75,12 +75,14 @@ type frameWriter struct {
 	onError func(error)     // called once if a write fails; the writer then exits
 	done    chan struct{}   // closed when run returns
 	counts  *writeCounters
+	clock   Clock // stamps version 2 frames; nil: they carry none
 	hdr     [HeaderSize]byte
 }
 
-func newFrameWriter(w io.Writer, depth int, abort <-chan struct{}, slots chan struct{}, counts *writeCounters, onError func(error)) *frameWriter {
+func newFrameWriter(w io.Writer, depth int, abort <-chan struct{}, slots chan struct{}, counts *writeCounters, clock Clock, onError func(error)) *frameWriter {
 	return &frameWriter{
 		counts:  counts,
+		clock:   clock,
 		bw:      bufio.NewWriterSize(w, writeBufferBytes),
 		q:       make(chan outFrame, depth),
 		stop:    make(chan struct{}),
@@ -154,7 +156,14 @@ func (w *frameWriter) write(f outFrame, slots *int) error {
 	// Through w.hdr rather than f.hdr: a slice of the parameter would make every frame
 	// escape to the heap.
 	w.hdr = f.hdr
-	_, err := w.bw.Write(w.hdr[:])
+	v := w.hdr[offVersion]
+	if v != Version1 && w.clock != nil {
+		// Stamped now rather than when queued: the clock is then at least every
+		// timestamp the payload holds, and the wall stamp leaves out the time in the
+		// queue, which an offset estimate would count as transit.
+		putStamps(w.hdr[:], w.clock.Current(), w.clock.Physical(), 0)
+	}
+	_, err := w.bw.Write(w.hdr[:headerSize(v)])
 	if err == nil && len(f.payload) > 0 {
 		_, err = w.bw.Write(f.payload)
 	}

@@ -1,0 +1,125 @@
+package transport
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is the node's clock as the transport uses it; *hlc.Clock is one. Every version 2
+// frame a connection writes carries Current and Physical, read as the frame goes to the
+// socket; every frame read that carries a clock stamp is handed to Observe before its
+// request is handled or its response delivered. Physical also times the wall stamps
+// received, for Client.ClockOffset. All three must be safe for concurrent use and fast:
+// they run once per frame on the connections' reader and writer goroutines.
+type Clock interface {
+	// Current returns a timestamp at least as large as every one the node has issued, or
+	// 0 to send none (a node that knows its clock is wrong keeps it to itself).
+	Current() int64
+	// Physical returns the node's wall clock in microseconds since the Unix epoch.
+	Physical() int64
+	// Observe takes a peer's clock stamp, so that the node's later timestamps exceed it.
+	Observe(ts int64)
+}
+
+// The hello that opens a client's connection (package doc, "Versions"): a version 1
+// request with method 0 and request ID 0, which no call uses (a client numbers its calls
+// from 1), and a one-byte payload, the newest version the client reads. A server that
+// reads version 2 answers it itself, in the version both read, with a one-byte payload,
+// its own newest version. An older server hands it to its handler like any request and
+// answers in version 1, whatever the handler says: the answer's version is the
+// negotiation.
+const (
+	helloMethod uint16 = 0
+	helloID     uint64 = 0
+)
+
+// isHello reports whether f, a request, is a client's hello.
+func isHello(f *Frame) bool {
+	return f.Method == helloMethod && f.ID == helloID && len(f.Payload) == 1 && f.Payload[0] >= Version1
+}
+
+// Offset is an estimate of a peer's physical clock against this node's: Offset is the
+// peer's minus this node's (negative: the peer is behind), At when it was last measured
+// (by this node's physical clock).
+//
+// Each response the peer stamps gives a sample, its wall stamp minus this node's physical
+// clock when the frame was read: the true offset less the frame's time in transit
+// (queues, the network, scheduling). A delay only ever lowers a sample, so the estimate is
+// the largest sample of the last one to two seconds (offsetWindow): off by the quickest
+// frame's transit time, microseconds to a millisecond on a LAN, far below any maximum
+// offset worth enforcing. It follows a peer's clock step within two windows.
+type Offset struct {
+	Offset time.Duration
+	At     time.Time
+}
+
+// offsetWindow is how long the samples of one window of an offset estimate are kept.
+const offsetWindow = time.Second
+
+// offsetEstimate keeps the largest sample of the current window and of the one before.
+// Samples come from the connection's reader; the node reads the estimate from elsewhere.
+type offsetEstimate struct {
+	mu      sync.Mutex
+	start   int64 // local µs when the current window began; 0: no sample yet
+	cur     int64 // the current window's largest sample, µs
+	prev    int64 // the previous window's
+	hasPrev bool
+	last    int64 // local µs of the latest sample
+}
+
+// sample records a sample: the peer's wall stamp minus now, both in µs.
+func (e *offsetEstimate) sample(s, now int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	window := offsetWindow.Microseconds()
+	switch {
+	case e.start == 0:
+		e.start, e.cur = now, s
+	case now-e.start >= window:
+		// The window that ended is the previous one only if it ended within a window of
+		// now; older samples say nothing of the peer's clock today.
+		e.prev, e.hasPrev = e.cur, now-e.start < 2*window
+		e.start, e.cur = now, s
+	default:
+		e.cur = max(e.cur, s)
+	}
+	e.last = now
+}
+
+// get returns the estimate; false before the first sample.
+func (e *offsetEstimate) get() (Offset, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.start == 0 {
+		return Offset{}, false
+	}
+	o := e.cur
+	if e.hasPrev {
+		o = max(o, e.prev)
+	}
+	return Offset{Offset: time.Duration(o) * time.Microsecond, At: time.UnixMicro(e.last)}, true
+}
+
+// received takes the stamps of a frame read from a peer: the clock stamp is observed, and
+// the wall stamp, when est is not nil (a client's, timing its peer), becomes an offset
+// sample. Zero stamps (a version 1 frame, or a peer with nothing to say) are not.
+func received(clock Clock, est *offsetEstimate, f *Frame) {
+	if clock == nil {
+		return
+	}
+	if f.Clock > 0 {
+		clock.Observe(f.Clock)
+	}
+	if est != nil && f.Wall > 0 {
+		now := clock.Physical()
+		est.sample(f.Wall-now, now)
+	}
+}
+
+// versionOf returns the newest version a peer configured with maxVersion reads.
+func versionOf(maxVersion int) byte {
+	if maxVersion == Version1 {
+		return Version1
+	}
+	return Version
+}
