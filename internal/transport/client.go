@@ -43,6 +43,11 @@ type ClientConfig struct {
 	// and times them for ClockOffset. Nil: the client sends no stamps and learns nothing
 	// from the peer's.
 	Clock Clock
+	// MaxClockAhead, when positive, leaves unobserved the clock stamp of a response whose
+	// wall stamp is further than this ahead of Clock's physical clock: the peer's clock is
+	// then provably that far ahead (or this one's that far behind), and one wrong clock
+	// must not drag every node's timestamps with it. 0 observes every stamp.
+	MaxClockAhead time.Duration
 	// MaxVersion is the newest frame version the client speaks: 0 means Version; 1 makes
 	// it speak as a client that predates version 2 (no hello, no stamps), which tests of
 	// mixed-version clusters use.
@@ -310,7 +315,7 @@ func (c *Client) hello(ctx context.Context, nc net.Conn) (byte, *Decoder, error)
 	if f.ID != helloID || f.Type == TypeRequest {
 		return 0, nil, fmt.Errorf("transport: hello to %s: %w: answered by a %s frame with ID %d", c.addr, ErrMalformedFrame, f.Type, f.ID)
 	}
-	received(c.cfg.Clock, &c.offset, &f)
+	received(c.cfg.Clock, c.cfg.MaxClockAhead, &c.offset, &f)
 	if f.Type == TypeResponse && f.Version != Version1 {
 		return f.Version, dec, nil
 	}

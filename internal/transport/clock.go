@@ -100,18 +100,25 @@ func (e *offsetEstimate) get() (Offset, bool) {
 	return Offset{Offset: time.Duration(o) * time.Microsecond, At: time.UnixMicro(e.last)}, true
 }
 
-// received takes the stamps of a frame read from a peer: the clock stamp is observed, and
-// the wall stamp, when est is not nil (a client's, timing its peer), becomes an offset
-// sample. Zero stamps (a version 1 frame, or a peer with nothing to say) are not.
-func received(clock Clock, est *offsetEstimate, f *Frame) {
+// received takes the stamps of a frame read from a peer: the clock stamp is observed
+// unless the wall stamp proves the sender's clock further than maxAhead ahead of this
+// one's (see ClientConfig.MaxClockAhead), and the wall stamp, when est is not nil (a
+// client's, timing its peer), becomes an offset sample. Zero stamps (a version 1 frame, or
+// a peer with nothing to say) are neither.
+func received(clock Clock, maxAhead time.Duration, est *offsetEstimate, f *Frame) {
 	if clock == nil {
 		return
 	}
-	if f.Clock > 0 {
+	var now int64
+	if f.Wall > 0 && (est != nil || maxAhead > 0) {
+		now = clock.Physical()
+	}
+	// Transit only lowers wall - now, so above maxAhead it proves the sender's clock (or
+	// the receiver's, the other way) is that far off.
+	if f.Clock > 0 && (maxAhead <= 0 || f.Wall <= 0 || f.Wall-now <= maxAhead.Microseconds()) {
 		clock.Observe(f.Clock)
 	}
 	if est != nil && f.Wall > 0 {
-		now := clock.Physical()
 		est.sample(f.Wall-now, now)
 	}
 }

@@ -342,3 +342,38 @@ func TestUnansweredHelloFailsTheDial(t *testing.T) {
 		t.Fatal("a call to a silent peer succeeded")
 	}
 }
+
+// With MaxClockAhead, a stamp whose wall clock is provably further ahead than that (its
+// wall stamp minus the receiver's clock, which transit only lowers) is not observed, on
+// either side; one within it is, and it still gives an offset sample.
+func TestStampsFromAClockTooFarAheadAreNotObserved(t *testing.T) {
+	const limit = 500 * time.Millisecond
+	for _, c := range []struct {
+		skew    time.Duration
+		observe bool
+	}{{3 * time.Second, false}, {200 * time.Millisecond, true}} {
+		peer, self := skewedClock(c.skew), skewedClock(0)
+		peerTS := peer.Now()
+		ts := startServer(t, echo, ServerConfig{Clock: peer})
+		cl := newClient(t, ts.addr, ClientConfig{Clock: self, MaxClockAhead: limit})
+		if _, err := cl.Call(context.Background(), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := self.Now() > peerTS; got != c.observe {
+			t.Errorf("client, peer %v ahead: observed %v, want %v", c.skew, got, c.observe)
+		}
+		if _, ok := cl.ClockOffset(); !ok {
+			t.Errorf("client, peer %v ahead: no offset estimate", c.skew)
+		}
+
+		self = skewedClock(0)
+		srv := startServer(t, echo, ServerConfig{Clock: self, MaxClockAhead: limit})
+		cl = newClient(t, srv.addr, ClientConfig{Clock: peer})
+		if _, err := cl.Call(context.Background(), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := self.Now() > peerTS; got != c.observe {
+			t.Errorf("server, peer %v ahead: observed %v, want %v", c.skew, got, c.observe)
+		}
+	}
+}

@@ -221,7 +221,7 @@ func (cn *clientConn) readLoop() {
 			cn.fail(err)
 			return
 		}
-		received(cn.c.cfg.Clock, &cn.c.offset, &f)
+		received(cn.c.cfg.Clock, cn.c.cfg.MaxClockAhead, &cn.c.offset, &f)
 		var r result
 		switch f.Type {
 		case TypeResponse:

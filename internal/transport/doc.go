@@ -49,7 +49,9 @@
 //	                   ServerConfig.Clock) as the frame went to the socket, at least every
 //	                   timestamp the sender had issued, its payload's included; 0 = none.
 //	                   The receiver's clock observes it before the request is handled or
-//	                   the response delivered, so that its later timestamps are larger.
+//	                   the response delivered, so that its later timestamps are larger;
+//	                   unless the wall stamp proves the sender's clock further ahead than
+//	                   the receiver's MaxClockAhead (ClientConfig, ServerConfig).
 //	wall      8 bytes  version 2: the sender's physical clock then, microseconds since the
 //	                   Unix epoch; 0 = none. A client estimates its peer's clock offset
 //	                   from those of the responses (Client.ClockOffset).

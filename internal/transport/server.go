@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kuradb/kura/internal/accept"
 )
@@ -56,6 +57,8 @@ type ServerConfig struct {
 	// requests, before their handler runs. Nil: the server sends no stamps and observes
 	// none.
 	Clock Clock
+	// MaxClockAhead is ClientConfig.MaxClockAhead for the requests' stamps.
+	MaxClockAhead time.Duration
 	// MaxVersion is the newest frame version the server reads and speaks: 0 means Version;
 	// 1 makes it a server that predates version 2 (it hands a client's hello to the
 	// handler and closes a connection that sends a version 2 frame), which tests of

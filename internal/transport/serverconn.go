@@ -116,7 +116,7 @@ func (sc *serverConn) readLoop() bool {
 			sc.protocolError(fmt.Errorf("%w: a server received a %s frame", ErrMalformedFrame, f.Type))
 			return false
 		}
-		received(sc.s.cfg.Clock, nil, &f)
+		received(sc.s.cfg.Clock, sc.s.cfg.MaxClockAhead, nil, &f)
 		if !sc.acquire() {
 			return sc.isDraining.Load()
 		}
