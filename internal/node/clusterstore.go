@@ -51,6 +51,9 @@ type clusterStore struct {
 	hints   hintSink
 	metrics *admin.ClusterMetrics // counts the local replica's requests; nil counts nothing
 	log     *slog.Logger
+	// clock is the node's, which observes the rows reads return and refuses writes while
+	// it is out of sync (clock.go); nil (tests of the store alone) does neither.
+	clock *nodeClock
 	// leader runs the requests this node leads (leader.go); nil until the front end
 	// exists.
 	leader atomic.Pointer[leaderRunner]
@@ -90,9 +93,19 @@ func (s *clusterStore) ApplyAt(level string, batch []row.Mutation) error {
 }
 
 func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
+	return s.applyOwnAt(level, batch, false)
+}
+
+// applyOwnAt is applyAt; with ownWritten, this node's own replica already holds the batch
+// (a key's leader writes its copy first, leader.go): the write counts its answer at once
+// instead of writing it again.
+func (s *clusterStore) applyOwnAt(level coord.Level, batch []row.Mutation, ownWritten bool) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	for i := range batch {
 		m := row.Mutation{Key: append([]byte(nil), batch[i].Key...), Row: batch[i].Row.Clone()}
-		if err := s.write(level, m); err != nil {
+		if err := s.write(level, m, ownWritten); err != nil {
 			return err
 		}
 	}
@@ -100,14 +113,14 @@ func (s *clusterStore) applyAt(level coord.Level, batch []row.Mutation) error {
 }
 
 // write runs one write until its reply, then lets it finish (late answers still leave
-// hints) in the background.
-func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
+// hints) in the background. ownWritten: see applyOwnAt.
+func (s *clusterStore) write(level coord.Level, m row.Mutation, ownWritten bool) error {
 	start := time.Now()
 	op := writeOps.Get().(*machine.WriteOp)
 	r := s.m.StartWrite(op, start, m, level)
 	ctx := lazyctx.WithDeadline(context.Background(), op.Deadline())
 	results := make(chan writeResult, op.MaxAnswers()) // one answer per replica: sends never block
-	s.runWrite(ctx, op, r.Effects, results)
+	s.runWrite(ctx, op, r.Effects, results, ownWritten)
 	var t opTimer
 	if !op.Done() {
 		t.arm(op.Next())
@@ -120,7 +133,7 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
 			r = op.Timer(time.Now())
 			t.fired()
 		}
-		s.runWrite(ctx, op, r.Effects, results)
+		s.runWrite(ctx, op, r.Effects, results, ownWritten)
 		t.arm(op.Next())
 	}
 	if sw := r.SlowWrite; sw != nil {
@@ -128,9 +141,9 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation) error {
 			"coordinator_own", sw.Own.Round(time.Millisecond), "err", sw.Err, "slow_writes_not_logged", sw.NotLogged)
 	}
 	if op.Done() {
-		s.finish(ctx, op, t, results)
+		s.finish(ctx, op, t, results, ownWritten)
 	} else {
-		go s.finish(ctx, op, t, results) // the rest of the replicas' answers, for hints
+		go s.finish(ctx, op, t, results, ownWritten) // the rest of the replicas' answers, for hints
 	}
 	return r.Reply.Err
 }
@@ -140,7 +153,7 @@ var writeOps = sync.Pool{New: func() any { return new(machine.WriteOp) }}
 
 // finish takes a replied write's remaining answers, and its deadline, until the op is
 // done, then releases what the write held.
-func (s *clusterStore) finish(ctx *lazyctx.Context, op *machine.WriteOp, t opTimer, results chan writeResult) {
+func (s *clusterStore) finish(ctx *lazyctx.Context, op *machine.WriteOp, t opTimer, results chan writeResult, ownWritten bool) {
 	for !op.Done() {
 		var r machine.Ready
 		select {
@@ -150,7 +163,7 @@ func (s *clusterStore) finish(ctx *lazyctx.Context, op *machine.WriteOp, t opTim
 			r = op.Timer(time.Now())
 			t.fired()
 		}
-		s.runWrite(ctx, op, r.Effects, results)
+		s.runWrite(ctx, op, r.Effects, results, ownWritten)
 		t.arm(op.Next())
 	}
 	t.stop()
@@ -158,8 +171,8 @@ func (s *clusterStore) finish(ctx *lazyctx.Context, op *machine.WriteOp, t opTim
 	writeOps.Put(op)
 }
 
-// runWrite carries out a write's effects.
-func (s *clusterStore) runWrite(ctx context.Context, op *machine.WriteOp, fx []coord.Effect, results chan<- writeResult) {
+// runWrite carries out a write's effects. ownWritten: see applyOwnAt.
+func (s *clusterStore) runWrite(ctx context.Context, op *machine.WriteOp, fx []coord.Effect, results chan<- writeResult, ownWritten bool) {
 	if len(fx) == 0 {
 		return
 	}
@@ -184,7 +197,9 @@ func (s *clusterStore) runWrite(ctx context.Context, op *machine.WriteOp, fx []c
 			}
 		}
 	}
-	if local != nil { // after the remote sends, so that they overlap with it
+	if local != nil && ownWritten {
+		s.writeAnswer(local.To, local.Async, results)(nil, nil)
+	} else if local != nil { // after the remote sends, so that they overlap with it
 		s.metrics.ReplicaRequest(wire.MethodWrite)
 		// In a goroutine, unlike a local read: an engine's write can stall for seconds (a
 		// B+tree commit held up by writeback on a slow disk, an LSM write stall), and the
@@ -274,7 +289,21 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, erro
 	if r.Reply.Err != nil {
 		return row.Row{}, false, r.Reply.Err
 	}
+	// A write this node timestamps after the read (a DEL, HSET, or a leader's read-modify-
+	// write) must land above what the read saw, even when another node's clock wrote it
+	// from ahead of this one's.
+	s.clock.observe(r.Reply.Row.Newest())
 	return r.Reply.Row, r.Reply.Found, nil
+}
+
+// writable returns nil, or why this node refuses to timestamp writes (its clock is out of
+// sync, clock.go), counting the refusal.
+func (s *clusterStore) writable() error {
+	err := s.clock.writable()
+	if err != nil {
+		s.metrics.ClockRefused()
+	}
+	return err
 }
 
 // opTimer is the one timer of an op, pointed at its next deadline. The zero value is

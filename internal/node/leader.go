@@ -37,12 +37,19 @@ func (s *clusterStore) AtLeader(req *resp.LeaderRequest) ([]byte, error) {
 	var last error = errNoLeader
 	for _, id := range s.m.Leaders(req.Key) {
 		if id == s.self && s.local != nil {
+			if err := s.clock.writable(); err != nil {
+				last = err // this node's clock must not timestamp the write: the next replica leads
+				continue
+			}
 			return s.lead(req)
 		}
 		reply, err := s.askLeader(id, req)
 		switch {
 		case errors.Is(err, transport.ErrUnreachable) || errors.Is(err, transport.ErrOverloaded):
 			last = err
+			continue
+		case outOfSync(err):
+			last = fmt.Errorf("%w: leader %s refused: %w", errClockOutOfSync, id, err)
 			continue
 		case oldPeer(err) && s.local != nil:
 			// A node of an older version (a rolling upgrade) cannot lead: this one
@@ -61,6 +68,13 @@ func (s *clusterStore) AtLeader(req *resp.LeaderRequest) ([]byte, error) {
 func oldPeer(err error) bool {
 	var re *transport.RemoteError
 	return errors.As(err, &re) && strings.Contains(re.Message, "unknown method")
+}
+
+// outOfSync reports whether err is a leader's refusal because its clock is out of sync;
+// nothing was done.
+func outOfSync(err error) bool {
+	var re *transport.RemoteError
+	return errors.As(err, &re) && re.Code == codeOutOfSync
 }
 
 // askLeader sends req to leader id and returns its reply.
@@ -94,6 +108,9 @@ func (s *clusterStore) lead(req *resp.LeaderRequest) ([]byte, error) {
 	if run == nil {
 		return nil, errNotReady
 	}
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	return (*run)(nil, req, leaderStore{s}), nil
 }
 
@@ -115,6 +132,9 @@ func (s *clusterStore) serveLeader(payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	reply, err := s.lead(&req)
+	if errors.Is(err, errClockOutOfSync) {
+		return nil, &transport.RemoteError{Code: codeOutOfSync, Message: err.Error()}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +152,9 @@ func (s *clusterStore) levelOf(level string) (coord.Level, error) {
 // leaderStore is what a key's leader reads and writes through (resp.LeaderStore): its own
 // copy of the row merged with a read at the request's level, so that the shards it wrote
 // itself are exact whatever the level; and writes to its own copy first, then to the
-// replicas at the level, so that its next read sees them even when its own engine is
-// written asynchronously by coordinators (the read-optimized one).
+// other replicas at the level (its own copy counting as written), so that its next read
+// sees them even when its own engine is written asynchronously by coordinators (the
+// read-optimized one) or a write meets its level before the local copy is applied.
 type leaderStore struct{ s *clusterStore }
 
 func (l leaderStore) Get(level string, key []byte) (row.Row, error) {
@@ -147,6 +168,7 @@ func (l leaderStore) Get(level string, key []byte) (row.Row, error) {
 	}
 	if own, err := l.s.local.Read(key, false); err == nil && own.Found {
 		r = row.Merge(r, own.Row.Clone())
+		l.s.clock.observe(r.Newest()) // the leader's own copy may hold writes the read did not return
 	}
 	return r, nil
 }
@@ -159,7 +181,7 @@ func (l leaderStore) Apply(level string, batch []row.Mutation) error {
 	if err := l.s.local.Write(batch); err != nil {
 		return err
 	}
-	return l.s.applyAt(lv, batch)
+	return l.s.applyOwnAt(lv, batch, true)
 }
 
 // leaderHandler is the internode server's handler: leader requests go to the store, the
