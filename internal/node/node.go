@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,15 +70,31 @@ type Node struct {
 	host     string
 	draining atomic.Bool
 	started  time.Time
+	hooks    hooks
+
+	shutOnce sync.Once // Shutdown runs once; later calls wait for it and return its error
+	shutErr  error
+}
+
+// hooks are what tests change in a node that its configuration does not.
+type hooks struct {
+	// physical is the node's physical clock in microseconds (hlc.New's); nil: the system's.
+	physical func() int64
+	// internodeVersion is the newest internode frame version the node speaks (0: the
+	// newest); 1 plays a node that predates clocks in frames.
+	internodeVersion int
 }
 
 // Start opens cfg's data directory and engine and starts serving. On error nothing is left
 // running and the data directory is unlocked.
-func Start(cfg config.Config, log *slog.Logger) (*Node, error) {
+func Start(cfg config.Config, log *slog.Logger) (*Node, error) { return startNode(cfg, log, hooks{}) }
+
+// startNode is Start with hooks, which tests set.
+func startNode(cfg config.Config, log *slog.Logger, h hooks) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1), host: cfg.Host}
+	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1), host: cfg.Host, hooks: h}
 	if n.host == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -102,7 +119,7 @@ func (n *Node) start() (err error) {
 	if n.dir, err = datadir.Open(cfg.DataDir, cfg.Engine, dirs, n.started); err != nil {
 		return err
 	}
-	clock := hlc.New(nil)
+	clock := hlc.New(n.hooks.physical)
 	eo := catalog.OptionsFor(cfg)
 	eo.Logger = log
 	if cfg.Tiered() {
@@ -143,7 +160,7 @@ func (n *Node) start() (err error) {
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
-		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg); err != nil {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion); err != nil {
 			return err
 		}
 		store = n.cluster.store
@@ -191,7 +208,7 @@ func (n *Node) member() cluster.Member {
 // clusterErrorPrefix gives the coordinator's errors the RESP prefixes clients tell apart.
 func clusterErrorPrefix(err error) string {
 	switch {
-	case errors.Is(err, coord.ErrUnavailable):
+	case errors.Is(err, coord.ErrUnavailable), errors.Is(err, errClockOutOfSync):
 		return resp.PrefixUnavailable
 	case errors.Is(err, coord.ErrTimeout):
 		return "TIMEOUT"
@@ -307,9 +324,13 @@ func (n *Node) AdminAddr() string {
 // Shutdown stops the node gracefully: /healthz turns 503, the client listener closes,
 // requests in flight finish, the engine flushes what its durability mode promises and
 // closes, and the data directory is unlocked. ctx bounds the wait for the admin server.
+// A second call waits for the first and returns its error.
 func (n *Node) Shutdown(ctx context.Context) error {
-	n.draining.Store(true)
-	return n.closeAll(ctx)
+	n.shutOnce.Do(func() {
+		n.draining.Store(true)
+		n.shutErr = n.closeAll(ctx)
+	})
+	return n.shutErr
 }
 
 // closeAll stops whatever Start got running, in reverse order; it is used for both a

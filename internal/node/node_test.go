@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -237,5 +238,27 @@ func TestBTreeDirHoldsTheBTreeFile(t *testing.T) {
 	moved.BTreeDir = filepath.Join(t.TempDir(), "elsewhere")
 	if _, err := Start(moved, quiet()); !errors.Is(err, ErrDataDir) {
 		t.Fatalf("--btree-dir away from an existing B+tree file: %v, want ErrDataDir", err)
+	}
+}
+
+// Shutdown twice (a test's cleanup after the test stopped the node itself, a signal
+// during a shutdown) returns the first call's result instead of hanging.
+func TestShutdownTwiceReturns(t *testing.T) {
+	n, err := Start(testConfig(t, "memory"), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second Shutdown hangs")
 	}
 }
