@@ -108,6 +108,10 @@ type Config struct {
 	HintWindow             time.Duration `yaml:"hint_window"`
 	HintMaxBytes           int64         `yaml:"hint_max_bytes"`
 	HintsDir               string        `yaml:"hints_dir"`
+	// MaxClockOffset is the most a node's physical clock may be off from most of its
+	// peers' before it refuses the writes it would timestamp (docs/design/clocks.md); 0 sets
+	// no limit. Default 500 ms, CockroachDB's --max-offset.
+	MaxClockOffset time.Duration `yaml:"max_clock_offset"`
 }
 
 // Clustered reports whether the node joins a cluster (gossip_listen is set) rather than
@@ -173,6 +177,7 @@ func Default() Config {
 		AsyncWriteTarget:       time.Second,
 		HintWindow:             3 * time.Hour,
 		HintMaxBytes:           1 << 30,
+		MaxClockOffset:         500 * time.Millisecond,
 	}
 }
 
@@ -242,6 +247,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.AsyncWriteTarget, "async-write-target", c.AsyncWriteTarget, "cluster mode, engine-aware and load-aware routing: each coordinator paces its asynchronous writes to a read-optimized replica (1,000 a second at first, 64 unanswered at most), halving the pace when that replica answers later than this or a synchronous replica on its host later than --write-fallback-after, and growing it while they answer in time; writes beyond the pace are deferred to hints, replayed as it allows. A B+tree in periodic durability answers within its sync interval (1 s) unless its disk cannot keep up. 0 sends every write at once")
 	fs.DurationVar(&c.HintWindow, "hint-window", c.HintWindow, "cluster mode: a replica unreachable for longer gets no more hints (it needs a repair); hints older than this are dropped")
 	fs.Int64Var(&c.HintMaxBytes, "hint-max-bytes", c.HintMaxBytes, "cluster mode: most bytes of hints a node keeps; more are dropped (and counted)")
+	fs.DurationVar(&c.MaxClockOffset, "max-clock-offset", c.MaxClockOffset, "cluster mode: the most a node's clock may be off from most of its peers' (estimated from the stamps of internode messages) before the node refuses the writes it would timestamp, with UNAVAILABLE, until its clock is back within it; reads go on, and the read-modify-write commands it coordinates run at a key's other replicas. Peers further off are flagged in kura admin status and kura_clock_offset_seconds. NTP keeps servers within milliseconds of each other, so an offset of 500ms (CockroachDB's default --max-offset) is a broken clock, and two writes to a key through different nodes that far apart, with no read between, cannot be ordered by a clock that wrong. 0 sets no limit (offsets are still reported)")
 	fs.StringVar(&c.HintsDir, "hints-dir", c.HintsDir, "cluster mode: directory of the hint store (writes kept for replicas that did not take them), e.g. on a disk less busy than the data's, as Cassandra's hints_directory; one per node; empty keeps it in the data directory (hints/). The node refuses to start if it is set and the data directory still holds hints")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
@@ -450,6 +456,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: read_repair %q (want background or blocking)", ErrInvalid, c.ReadRepair)
 	case c.RequestTimeout <= 0 || c.HintWindow <= 0 || c.HintMaxBytes <= 0:
 		return fmt.Errorf("%w: request_timeout, hint_window and hint_max_bytes must be positive", ErrInvalid)
+	case c.MaxClockOffset < 0:
+		return fmt.Errorf("%w: max_clock_offset %v is negative (0 sets no limit)", ErrInvalid, c.MaxClockOffset)
 	}
 	switch strings.ToUpper(c.Consistency) {
 	case "ONE", "TWO", "QUORUM", "ALL":

@@ -205,6 +205,7 @@ func TestClusterOptionsAreCheckedOnlyInClusterMode(t *testing.T) {
 		func(c *Config) { c.ReplicationFactor = 0 },
 		func(c *Config) { c.Consistency = "SOME" },
 		func(c *Config) { c.NumTokens = 1000 },
+		func(c *Config) { c.MaxClockOffset = -time.Millisecond },
 	} {
 		d := c
 		bad(&d)
