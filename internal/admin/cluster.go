@@ -41,6 +41,8 @@ type ClusterMetrics struct {
 	overBudget prometheus.Counter
 	// quickSpares: late reads retried past the budget on spares known to answer quickly.
 	quickSpares prometheus.Counter
+	// clockRefused: writes refused because this node's clock was out of sync.
+	clockRefused prometheus.Counter
 }
 
 var _ machine.Metrics = (*ClusterMetrics)(nil)
@@ -71,6 +73,9 @@ func NewClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role ring.R
 			Help: "Reads still waiting after --read-fallback-after that asked a spare replica although the retry budget " +
 				"was spent, because every spare asked had answered this coordinator in under half of --read-fallback-after " +
 				"of late (load-aware routing)."}),
+		clockRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_clock_writes_refused_total",
+			Help: "Writes (and leader requests) this node refused, with UNAVAILABLE, because its clock was further off than " +
+				"--max-clock-offset from most of its live peers' (kura_clock_out_of_sync)."}),
 	}
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kura_coordinator_request_seconds",
 		Help:    "Time from the start of a coordinated read or write to its reply.",
@@ -117,7 +122,7 @@ func NewClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role ring.R
 			"replicas asked in their place) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
 	reg.MustRegister(m.requests, latency, replica, servedVec, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDiscard,
-		m.hintsDefer, m.readRepairs, pending, sent, m.fallbacks, m.overBudget, m.quickSpares)
+		m.hintsDefer, m.readRepairs, pending, sent, m.fallbacks, m.overBudget, m.quickSpares, m.clockRefused)
 	return m
 }
 
@@ -242,6 +247,14 @@ func (m *ClusterMetrics) HintsDiscarded(n int) {
 	}
 }
 
+// ClockRefused counts a write or leader request refused because this node's clock was out
+// of sync.
+func (m *ClusterMetrics) ClockRefused() {
+	if m != nil {
+		m.clockRefused.Inc()
+	}
+}
+
 // ReplicaRequest counts one request served by this node's replica, from the network or
 // from its own coordinator.
 func (m *ClusterMetrics) ReplicaRequest(method uint16) {
@@ -331,4 +344,38 @@ func (c RoutingCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.Node.AsyncRates() {
 		ch <- prometheus.MustNewConstMetric(asyncRateDesc, prometheus.GaugeValue, r.Rate, string(r.ID))
 	}
+}
+
+var (
+	clockOffsetDesc = prometheus.NewDesc("kura_clock_offset_seconds",
+		"Each live peer's physical clock minus this node's, as estimated from the stamps of its internode responses "+
+			"(the largest of the last one to two seconds' samples: low by the quickest frame's transit time). Peers this "+
+			"node has no estimate of (none yet, or of a version that sends no stamps) are not listed.", []string{"peer"}, nil)
+	clockMaxDesc = prometheus.NewDesc("kura_clock_max_offset_seconds",
+		"The node's --max-clock-offset: the most its clock may be off from most of its live peers' before it refuses "+
+			"writes; 0 is no limit.", nil, nil)
+	clockOutDesc = prometheus.NewDesc("kura_clock_out_of_sync",
+		"1 while this node's clock is further off than --max-clock-offset from most of its live peers': it refuses the "+
+			"writes it would timestamp (kura_clock_writes_refused_total).", nil, nil)
+)
+
+// ClockCollector exports, at scrape time, what the node knows of clocks: each live
+// peer's offset, the maximum, and whether this node is out of sync.
+type ClockCollector func() Clocks
+
+// Describe implements prometheus.Collector.
+func (f ClockCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- clockOffsetDesc
+	ch <- clockMaxDesc
+	ch <- clockOutDesc
+}
+
+// Collect implements prometheus.Collector.
+func (f ClockCollector) Collect(ch chan<- prometheus.Metric) {
+	c := f()
+	for id, o := range c.Offsets {
+		ch <- prometheus.MustNewConstMetric(clockOffsetDesc, prometheus.GaugeValue, o.Seconds(), string(id))
+	}
+	ch <- prometheus.MustNewConstMetric(clockMaxDesc, prometheus.GaugeValue, c.MaxOffset.Seconds())
+	ch <- prometheus.MustNewConstMetric(clockOutDesc, prometheus.GaugeValue, float64(b2i(c.OutOfSync)))
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/hint"
@@ -12,13 +13,18 @@ import (
 // ClusterStatus is a cluster node's view as `kura admin` shows it, served as JSON on the
 // admin address at /cluster.
 type ClusterStatus struct {
-	Self              string         `json:"self"`
-	ReplicationFactor int            `json:"replication_factor"`
-	Placement         string         `json:"placement"`
-	Routing           string         `json:"routing"`
-	Members           []MemberStatus `json:"members"`
-	Tokens            []TokenOwner   `json:"tokens"`
-	Hints             []HintStatus   `json:"hints"`
+	Self              string `json:"self"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Placement         string `json:"placement"`
+	Routing           string `json:"routing"`
+	// MaxClockOffsetUS is the node's max_clock_offset in microseconds (0: no limit);
+	// ClockOutOfSync says its own clock is further off than that from most of its live
+	// peers', so it refuses the writes it would timestamp (docs/design/clocks.md).
+	MaxClockOffsetUS int64          `json:"max_clock_offset_us"`
+	ClockOutOfSync   bool           `json:"clock_out_of_sync,omitempty"`
+	Members          []MemberStatus `json:"members"`
+	Tokens           []TokenOwner   `json:"tokens"`
+	Hints            []HintStatus   `json:"hints"`
 }
 
 // MemberStatus is one member in ClusterStatus.
@@ -40,6 +46,40 @@ type MemberStatus struct {
 	Load       int64   `json:"load"`      // bytes of data, as the member last announced
 	Owns       float64 `json:"owns"`      // share of the token space it owns as primary
 	OwnsRepl   float64 `json:"owns_repl"` // share of all replicated data it holds
+	// ClockOffsetUS is the member's physical clock minus this node's, in microseconds, as
+	// estimated from the stamps of its internode responses; nil for this node itself and
+	// for a member this node has no estimate of (none yet, or one that predates them).
+	ClockOffsetUS *int64 `json:"clock_offset_us,omitempty"`
+	// ClockSkewed: the member's clock is further off than MaxClockOffsetUS from this
+	// node's; for this node itself, that it is out of sync (ClockOutOfSync).
+	ClockSkewed bool `json:"clock_skewed,omitempty"`
+}
+
+// Clocks is what a node knows of clocks (docs/design/clocks.md): its max_clock_offset
+// (0: no limit), whether its own clock is out of sync with its peers' (it then refuses
+// writes), and its estimate of each live peer's clock offset (theirs minus its own).
+type Clocks struct {
+	MaxOffset time.Duration
+	OutOfSync bool
+	Offsets   map[ring.NodeID]time.Duration
+}
+
+// Skewed reports whether offset o is further off than the maximum.
+func (c Clocks) Skewed(o time.Duration) bool {
+	return c.MaxOffset > 0 && (o > c.MaxOffset || o < -c.MaxOffset)
+}
+
+// FormatOffset writes a clock offset with its sign, to the millisecond above one (the
+// estimate's own precision on a LAN), to the microsecond below.
+func FormatOffset(o time.Duration) string {
+	sign := "+"
+	if o < 0 {
+		sign, o = "-", -o
+	}
+	if o >= time.Millisecond {
+		o = o.Round(time.Millisecond)
+	}
+	return sign + o.String()
 }
 
 // TokenOwner is one vnode token and its node.
@@ -68,12 +108,13 @@ type View struct {
 	// Lagging reports whether some member holds hints for a member (MemberStatus.Behind).
 	Lagging func(ring.NodeID) bool
 	Hints   map[string]hint.Stats // the hints this node holds, by replica
+	Clocks  Clocks
 }
 
 // Status builds the node's ClusterStatus from v.
 func Status(v View) ClusterStatus {
 	out := ClusterStatus{Self: string(v.Self), ReplicationFactor: v.ReplicationFactor, Placement: v.Placement,
-		Routing: v.Routing}
+		Routing: v.Routing, MaxClockOffsetUS: v.Clocks.MaxOffset.Microseconds(), ClockOutOfSync: v.Clocks.OutOfSync}
 	var own, repl map[ring.NodeID]float64
 	if v.Ring != nil {
 		own, repl = v.Ring.Ownership(), ring.ReplicatedOwnership(v.Ring, v.Strategy, v.ReplicationFactor)
@@ -85,11 +126,19 @@ func Status(v View) ClusterStatus {
 		slices.SortFunc(out.Tokens, func(a, b TokenOwner) int { return cmp.Compare(a.Token, b.Token) })
 	}
 	for _, m := range v.Members {
-		out.Members = append(out.Members, MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
+		ms := MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
 			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == v.Self, Refilling: m.Refilling,
 			Behind:     v.Lagging(m.ID),
 			ClientAddr: m.ClientAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
-			Owns: own[m.ID], OwnsRepl: repl[m.ID]})
+			Owns: own[m.ID], OwnsRepl: repl[m.ID]}
+		if o, ok := v.Clocks.Offsets[m.ID]; ok && m.ID != v.Self {
+			us := o.Microseconds()
+			ms.ClockOffsetUS, ms.ClockSkewed = &us, v.Clocks.Skewed(o)
+		}
+		if m.ID == v.Self {
+			ms.ClockSkewed = v.Clocks.OutOfSync
+		}
+		out.Members = append(out.Members, ms)
 	}
 	for target, s := range v.Hints {
 		out.Hints = append(out.Hints, HintStatus{Replica: target, Hints: s.Hints, Bytes: s.Bytes, Dropped: s.Dropped})
