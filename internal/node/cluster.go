@@ -61,6 +61,9 @@ type clusterNode struct {
 	store    *clusterStore
 	storeP   atomic.Pointer[clusterStore] // store, for the internode server, which starts first
 	metrics  *admin.ClusterMetrics
+	clock    *nodeClock // the node's clock and what it knows of its peers' (clock.go)
+	// internodeVersion is the newest internode frame version it speaks (hooks).
+	internodeVersion int
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
 	refreshMu sync.Mutex // orders refresh's reads of gossip with its SetView calls
@@ -73,10 +76,15 @@ type clusterNode struct {
 }
 
 // startCluster starts cluster mode for a node whose engine and data directory are open;
-// clock is the node's, which a FLUSHALL reads and advances.
-func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member, reg prometheus.Registerer) (*clusterNode, error) {
-	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng},
-		peers: transport.NewPool(transport.ClientConfig{}), changed: make(chan struct{}, 1), stop: make(chan struct{})}
+// clock is the node's, which internode messages carry and a FLUSHALL reads and advances;
+// internodeVersion is the newest internode frame version it speaks (0: the newest; see
+// hooks).
+func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member,
+	reg prometheus.Registerer, internodeVersion int) (*clusterNode, error) {
+	nc := &nodeClock{Clock: clock, maxOffset: cfg.MaxClockOffset}
+	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
+		peers: transport.NewPool(transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion}), internodeVersion: internodeVersion,
+		changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
 	// the internode server starts before that is decided.
 	c.handler.SetRefilling(eng.Role() == ring.InMemory)
@@ -100,7 +108,8 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 		}
 	})
 	c.machine = machine.New(c.machineConfig())
-	reg.MustRegister(admin.InternodeCollector(c.internodeStats), admin.RoutingCollector{Node: c.machine})
+	reg.MustRegister(admin.InternodeCollector(c.internodeStats), admin.RoutingCollector{Node: c.machine},
+		admin.ClockCollector(c.clock.snapshot))
 	if err := c.startServer(); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -127,15 +136,16 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	}
 	level, _ := coord.ParseLevel(c.cfg.Consistency) // validated by config
 	c.store = &clusterStore{m: c.machine, peer: c.peer, self: c.self, local: c.handler, level: level,
-		hints: c.hintq, metrics: c.metrics, log: c.log}
+		hints: c.hintq, metrics: c.metrics, log: c.log, clock: c.clock}
 	c.storeP.Store(c.store)
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
-	c.wg.Add(4)
+	c.wg.Add(5)
 	go c.saveLoop()
 	go c.hintLoop()
 	go c.loadLoop()
 	go c.behindLoop()
+	go c.clockLoop()
 	if err := c.join(self); err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -150,7 +160,9 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 }
 
 func (c *clusterNode) startServer() error {
-	srv, err := transport.NewServer(countingHandler{leaderHandler{c.handler, &c.storeP}, c.metrics}, transport.ServerConfig{Logger: c.log})
+	srv, err := transport.NewServer(countingHandler{leaderHandler{c.handler, &c.storeP}, c.metrics},
+		transport.ServerConfig{Logger: c.log, Clock: c.clock, MaxClockAhead: c.cfg.MaxClockOffset,
+			MaxVersion: c.internodeVersion})
 	if err != nil {
 		return err
 	}
@@ -538,7 +550,7 @@ func (c *clusterNode) close(ctx context.Context) error {
 func (c *clusterNode) status() admin.ClusterStatus {
 	return admin.Status(admin.View{Self: c.self, ReplicationFactor: c.cfg.ReplicationFactor,
 		Placement: c.cfg.Placement, Routing: c.cfg.Routing, Strategy: c.strategy, Ring: c.machine.Ring(),
-		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats()})
+		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats(), Clocks: c.clock.snapshot()})
 }
 
 // countingHandler counts and times the replica requests a handler serves.

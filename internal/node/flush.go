@@ -71,6 +71,15 @@ func (s *clusterStore) FlushAll(ts int64) error {
 		return fmt.Errorf("node: FLUSHALL needs every node up, and %s %s down: nothing was flushed: %w",
 			joinIDs(down), plural(len(down), "is", "are"), coord.ErrUnavailable)
 	}
+	// The flush's timestamp is the largest clock of all: one far ahead would delete the
+	// writes made after the FLUSHALL until the other clocks caught up with it.
+	if err := s.writable(); err != nil {
+		return fmt.Errorf("node: FLUSHALL: nothing was flushed: %w", err)
+	}
+	if far := s.clock.beyond(targets); len(far) > 0 {
+		return fmt.Errorf("node: FLUSHALL needs every node's clock within max_clock_offset of this one's, and %s %s not: nothing was flushed: %w",
+			joinIDs(far), plural(len(far), "is", "are"), errClockOutOfSync)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	clocks, err := s.askMembers(ctx, targets, &wire.FlushRequest{Prepare: true})

@@ -178,6 +178,9 @@ func (l leaderStore) Apply(level string, batch []row.Mutation) error {
 	if err != nil {
 		return err
 	}
+	if err := l.s.writable(); err != nil { // before its own copy: then nothing is written
+		return err
+	}
 	if err := l.s.local.Write(batch); err != nil {
 		return err
 	}

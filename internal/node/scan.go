@@ -68,6 +68,9 @@ func (s *clusterStore) Scan(level string, cursor uint64, count int) ([]row.Mutat
 			return nil, 0, err
 		}
 		out = append(out, res.Rows...)
+		for i := range res.Rows { // as a read's row (getAt): a write after the scan lands above
+			s.clock.observe(res.Rows[i].Row.Newest())
+		}
 		next := scan.After(res.Through)
 		if next == 0 || len(out) >= count {
 			return out, next, nil
