@@ -30,7 +30,7 @@ func newAdminCmd() *cobra.Command {
 		use, short string
 		print      func(io.Writer, *admin.ClusterStatus)
 	}{
-		{"status", "Members by host: ID, rack, engine role, state, owned share of the ring", printStatus},
+		{"status", "Members by host: ID, rack, engine role, state, owned share of the ring, clock offset", printStatus},
 		{"ring", "Every vnode token and its node, in ring order", printRing},
 		{"hints", "Hints this node holds for replicas that missed writes", printHints},
 	} {
@@ -251,8 +251,12 @@ func share(r tiered.Rates) string {
 
 func printStatus(w io.Writer, st *admin.ClusterStatus) {
 	fmt.Fprintf(w, "Replication factor %d, placement %s, routing %s. U = up, D = down.\n", st.ReplicationFactor, st.Placement, st.Routing)
+	maxOffset := time.Duration(st.MaxClockOffsetUS) * time.Microsecond
+	if st.ClockOutOfSync {
+		fmt.Fprintf(w, "This node's clock is further than max_clock_offset %v from most of its peers': it refuses writes until it is back within it.\n", maxOffset)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\tload\ttokens\towns\towns (replicated)\tclient")
+	fmt.Fprintln(tw, "host\tstate\tid\track\tengine\trole\tload\ttokens\towns\towns (replicated)\tclock\tclient")
 	host := ""
 	for _, m := range sortedByHost(st.Members) {
 		h := m.Host
@@ -270,11 +274,30 @@ func printStatus(w io.Writer, st *admin.ClusterStatus) {
 		if m.Behind {
 			state += "B"
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\n", h, state, strings.ToUpper(m.Status[:1]),
-			m.ID, m.Rack, m.Engine, m.Role, humanBytes(m.Load), m.Tokens, 100*m.Owns, 100*m.OwnsRepl, m.ClientAddr)
+		if m.ClockSkewed {
+			state += "C"
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\t%s\n", h, state, strings.ToUpper(m.Status[:1]),
+			m.ID, m.Rack, m.Engine, m.Role, humanBytes(m.Load), m.Tokens, 100*m.Owns, 100*m.OwnsRepl, clockColumn(st, m), m.ClientAddr)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "state: U/D (F: refilling, not read from; B: behind, hints held for it) then J joining, N normal, L leaving, R removed")
+	fmt.Fprintln(w, "state: U/D (F: refilling, not read from; B: behind, hints held for it; C: clock off by more than max_clock_offset) then J joining, N normal, L leaving, R removed")
+	limit := "no max_clock_offset"
+	if maxOffset > 0 {
+		limit = fmt.Sprintf("max_clock_offset %v", maxOffset)
+	}
+	fmt.Fprintf(w, "clock: each node's clock minus this node's (%s), as estimated from its internode responses; ? = no estimate (none yet, or an older version); %s\n", st.Self, limit)
+}
+
+// clockColumn is a member's clock offset as printStatus shows it.
+func clockColumn(st *admin.ClusterStatus, m admin.MemberStatus) string {
+	switch {
+	case m.ID == st.Self:
+		return "0"
+	case m.ClockOffsetUS == nil:
+		return "?"
+	}
+	return admin.FormatOffset(time.Duration(*m.ClockOffsetUS) * time.Microsecond)
 }
 
 // humanBytes renders n bytes in binary units, as nodetool shows load.

@@ -22,30 +22,40 @@ func TestHumanBytes(t *testing.T) {
 }
 
 // The status table is what operators read: one line per node, grouped by host, with the
-// state letters, the load and the ownership.
+// state letters, the load, the ownership and each clock's offset from the node asked.
 func TestPrintStatus(t *testing.T) {
-	st := &admin.ClusterStatus{ReplicationFactor: 3, Placement: "engine-diverse", Routing: "engine-aware", Members: []admin.MemberStatus{
-		{ID: "b", Host: "host2", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "normal", Up: true, Behind: true,
-			ClientAddr: "127.0.0.1:2", Tokens: 16, Load: 5 << 20, Owns: 0.5, OwnsRepl: 1.0 / 3},
-		{ID: "a", Host: "host1", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "leaving",
-			ClientAddr: "127.0.0.1:1", Tokens: 16, Load: 1536, Owns: 0.25, OwnsRepl: 1.0 / 3},
-		{ID: "c", Host: "host1", Rack: "r1", Engine: "memory", Role: "in-memory", Status: "joining", Up: true,
-			ClientAddr: "127.0.0.1:3", Tokens: 0},
-		{ID: "d", Host: "host2", Rack: "r1", Engine: "memory", Role: "in-memory", Status: "normal", Up: true, Refilling: true,
-			ClientAddr: "127.0.0.1:4", Tokens: 16, Load: 2 << 20, Owns: 0.25, OwnsRepl: 1.0 / 3},
-	}}
+	far, near := int64(-3_002_345), int64(812)
+	st := &admin.ClusterStatus{Self: "b", ReplicationFactor: 3, Placement: "engine-diverse", Routing: "engine-aware", MaxClockOffsetUS: 500_000,
+		Members: []admin.MemberStatus{
+			{ID: "b", Host: "host2", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "normal", Up: true, Behind: true,
+				ClientAddr: "127.0.0.1:2", Tokens: 16, Load: 5 << 20, Owns: 0.5, OwnsRepl: 1.0 / 3},
+			{ID: "a", Host: "host1", Rack: "r1", Engine: "lsm", Role: "write-optimized", Status: "leaving",
+				ClientAddr: "127.0.0.1:1", Tokens: 16, Load: 1536, Owns: 0.25, OwnsRepl: 1.0 / 3},
+			{ID: "c", Host: "host1", Rack: "r1", Engine: "memory", Role: "in-memory", Status: "joining", Up: true,
+				ClientAddr: "127.0.0.1:3", Tokens: 0, ClockOffsetUS: &far, ClockSkewed: true},
+			{ID: "d", Host: "host2", Rack: "r1", Engine: "memory", Role: "in-memory", Status: "normal", Up: true, Refilling: true,
+				ClientAddr: "127.0.0.1:4", Tokens: 16, Load: 2 << 20, Owns: 0.25, OwnsRepl: 1.0 / 3, ClockOffsetUS: &near},
+		}}
 	var b strings.Builder
 	printStatus(&b, st)
 	want := `Replication factor 3, placement engine-diverse, routing engine-aware. U = up, D = down.
-host   state  id  rack  engine  role             load     tokens  owns   owns (replicated)  client
-host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%              127.0.0.1:1
-       UJ     c   r1    memory  in-memory        0 B      0       0.0%   0.0%               127.0.0.1:3
-host2  UBN    b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              127.0.0.1:2
-       UFN    d   r1    memory  in-memory        2.0 MiB  16      25.0%  33.3%              127.0.0.1:4
-state: U/D (F: refilling, not read from; B: behind, hints held for it) then J joining, N normal, L leaving, R removed
+host   state  id  rack  engine  role             load     tokens  owns   owns (replicated)  clock    client
+host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%              ?        127.0.0.1:1
+       UCJ    c   r1    memory  in-memory        0 B      0       0.0%   0.0%               -3.002s  127.0.0.1:3
+host2  UBN    b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              0        127.0.0.1:2
+       UFN    d   r1    memory  in-memory        2.0 MiB  16      25.0%  33.3%              +812µs   127.0.0.1:4
+state: U/D (F: refilling, not read from; B: behind, hints held for it; C: clock off by more than max_clock_offset) then J joining, N normal, L leaving, R removed
+clock: each node's clock minus this node's (b), as estimated from its internode responses; ? = no estimate (none yet, or an older version); max_clock_offset 500ms
 `
 	if got := b.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	// A node out of sync says so first.
+	st.ClockOutOfSync = true
+	b.Reset()
+	printStatus(&b, st)
+	if line, _, _ := strings.Cut(b.String()[strings.Index(b.String(), "\n")+1:], "\n"); !strings.Contains(line, "refuses writes") {
+		t.Errorf("an out-of-sync node's status begins:\n%s", b.String())
 	}
 }
 
