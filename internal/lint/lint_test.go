@@ -48,6 +48,7 @@ var purePackages = []string{
 	"internal/sketch",
 	"internal/access",
 	"internal/scan",
+	"internal/meta",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it
