@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -8,18 +9,30 @@ import (
 	"github.com/kuradb/kura/internal/ring"
 )
 
-// roles is what each node does in a StartChange, checked before anything else.
-type roles struct {
-	down map[ring.NodeID]bool
-	seen map[ring.NodeID]string
-}
-
-func (r *roles) claim(id ring.NodeID, role string) error {
-	if prev, ok := r.seen[id]; ok {
-		return fmt.Errorf("%w: %s is asked to %s and to %s", ErrInvalid, id, prev, role)
+// claimRoles checks that no node of e is asked to do two things.
+func claimRoles(e StartChange) error {
+	seen := map[ring.NodeID]string{}
+	claim := func(id ring.NodeID, role string) error {
+		if prev, ok := seen[id]; ok {
+			return fmt.Errorf("%w: %s is asked to %s and to %s", ErrInvalid, id, prev, role)
+		}
+		seen[id] = role
+		return nil
 	}
-	r.seen[id] = role
-	return nil
+	var err error
+	for _, j := range e.Joins {
+		err = cmp.Or(err, claim(j.ID, "join"))
+	}
+	for _, id := range e.Leaves {
+		err = cmp.Or(err, claim(id, "decommission"))
+	}
+	for _, id := range e.Removes {
+		err = cmp.Or(err, claim(id, "be removed"))
+	}
+	for _, r := range e.Replaces {
+		err = cmp.Or(err, claim(r.Old, "be replaced"), claim(r.New, "replace "+string(r.Old)))
+	}
+	return err
 }
 
 func (s *State) startChange(e StartChange) error {
@@ -79,31 +92,28 @@ func (s *State) startChange(e StartChange) error {
 // current one without the nodes leaving, with the joiners and with each replacement in
 // its dead node's place.
 func (s *State) targetOf(e StartChange) ([]NodeTokens, error) {
-	r := &roles{down: toSet(e.Down), seen: map[ring.NodeID]string{}}
+	if err := claimRoles(e); err != nil {
+		return nil, err
+	}
+	down := toSet(e.Down)
 	out := map[ring.NodeID][]ring.Token{}
 	for _, nt := range s.currentTokens() {
 		out[nt.ID] = nt.Tokens
 	}
 	inRing := func(id ring.NodeID, role string, wantDown bool) error {
-		if err := r.claim(id, role); err != nil {
-			return err
-		}
 		m, ok := s.Member(id)
 		switch {
 		case !ok || m.State != Normal || len(m.Tokens) == 0:
 			return fmt.Errorf("%w: cannot %s %s: not a normal member of the ring", ErrMember, role, id)
-		case wantDown && !r.down[id]:
-			return fmt.Errorf("%w: cannot %s %s: it is live (decommission it instead)", ErrMember, role, id)
-		case !wantDown && r.down[id]:
+		case wantDown && !down[id]:
+			return fmt.Errorf("%w: cannot %s %s: it is live (only a dead node is removed or replaced; decommission a live one)", ErrMember, role, id)
+		case !wantDown && down[id]:
 			return fmt.Errorf("%w: cannot %s %s: it is down (remove it instead)", ErrMember, role, id)
 		}
 		delete(out, id)
 		return nil
 	}
 	joining := func(id ring.NodeID, role string) error {
-		if err := r.claim(id, role); err != nil {
-			return err
-		}
 		if m, ok := s.Member(id); !ok || m.State != Joining || len(m.Tokens) > 0 {
 			return fmt.Errorf("%w: cannot %s %s: not a registered joining member", ErrMember, role, id)
 		}

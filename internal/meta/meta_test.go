@@ -288,6 +288,9 @@ func planCancel(s *State, down map[ring.NodeID]bool) []move.Transfer {
 			back = append(back, r)
 		}
 	}
+	if len(back) == 0 {
+		return nil
+	}
 	return plan(s, target, cur, down, back)
 }
 
@@ -383,12 +386,12 @@ func joinIDs(g []ring.NodeID) string {
 	return strings.Join(s, ",")
 }
 
-// fmtToken prints a token in units when it is a whole number of them.
+// fmtToken prints a token in units, marked ~ when it is not a whole number of them.
 func fmtToken(t ring.Token) string {
 	if t%unit == 0 {
 		return strconv.FormatInt(int64(t/unit), 10)
 	}
-	return strconv.FormatInt(int64(t), 10) + "t"
+	return fmt.Sprintf("~%.2f", float64(t)/unit)
 }
 
 func fmtRange(r move.Range) string {
