@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/move"
 	"github.com/kuradb/kura/internal/ring"
 )
@@ -44,6 +45,9 @@ func (s *State) startChange(e StartChange) error {
 	}
 	if e.ID < s.NextChange || e.ID == 0 {
 		return fmt.Errorf("%w: change ID %d was used already (next is %d)", ErrInvalid, e.ID, max(s.NextChange, 1))
+	}
+	if e.Level < coord.One || e.Level > coord.All {
+		return fmt.Errorf("%w: consistency level %s", ErrInvalid, e.Level)
 	}
 	if len(e.Joins)+len(e.Leaves)+len(e.Removes)+len(e.Replaces) == 0 {
 		return fmt.Errorf("%w: the change changes nothing", ErrInvalid)
