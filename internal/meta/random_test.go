@@ -65,6 +65,9 @@ func TestRandomEntriesKeepInvariants(t *testing.T) {
 				continue
 			}
 			accepted[fmt.Sprintf("%T", en)]++
+			if _, ok := en.(CancelChange); ok && s.Change != nil {
+				accepted["reverting"]++
+			}
 			want := before.Epoch
 			if changesPlacement(en) {
 				want++
@@ -84,7 +87,7 @@ func TestRandomEntriesKeepInvariants(t *testing.T) {
 		}
 	}
 	t.Logf("accepted entries: %v", accepted)
-	for _, k := range []string{"meta.StartChange", "meta.RangesMoved", "meta.FinishChange", "meta.CancelChange", "meta.SetVoters", "meta.Register"} {
+	for _, k := range []string{"meta.StartChange", "meta.RangesMoved", "meta.FinishChange", "meta.CancelChange", "meta.SetVoters", "meta.Register", "reverting"} {
 		if accepted[k] == 0 && !testing.Short() {
 			t.Errorf("no %s was accepted: the generator does not reach it", k)
 		}
