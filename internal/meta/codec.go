@@ -73,6 +73,8 @@ func Encode(e Entry) []byte {
 	return b
 }
 
+func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
@@ -281,6 +283,17 @@ func (d *decoder) member() Member {
 	return m
 }
 
+func (d *decoder) flag() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail("a flag other than 0 or 1")
+	return false
+}
+
 func (d *decoder) rng() move.Range {
 	return move.Range{Start: ring.Token(d.varint()), End: ring.Token(d.varint())}
 }
@@ -288,15 +301,8 @@ func (d *decoder) rng() move.Range {
 func (d *decoder) transfers() []move.Transfer {
 	var out []move.Transfer
 	for range d.count() {
-		t := move.Transfer{Range: d.rng(), Source: ring.NodeID(d.string()), Destination: ring.NodeID(d.string()), Bytes: d.varint()}
-		switch d.byte() {
-		case 0:
-		case 1:
-			t.Leaving = true
-		default:
-			d.fail("a flag other than 0 or 1")
-		}
-		out = append(out, t)
+		out = append(out, move.Transfer{Range: d.rng(), Source: ring.NodeID(d.string()),
+			Destination: ring.NodeID(d.string()), Bytes: d.varint(), Leaving: d.flag()})
 	}
 	return out
 }

@@ -30,7 +30,8 @@
 //     in their new sets alone, so they move back: the change turns into a reverting one
 //     over those ranges, whose finish restores the ring before the change.
 //   - Voters (ChooseVoters) and the one-at-a-time steps to reach them (VoterSteps).
-//   - The entries' encoding (Encode, Decode), with a version byte.
+//   - The entries' encoding (Encode, Decode) and the state's (EncodeState, DecodeState:
+//     what a Raft snapshot and a node's saved copy hold), each with a version byte.
 //
 // # What it leaves to others
 //

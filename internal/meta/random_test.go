@@ -30,7 +30,7 @@ func seededRand(t *testing.T) *rand.Rand {
 }
 
 // TestRandomEntriesKeepInvariants applies random sequences of valid and invalid entries
-// (each through the codec) and checks after every one: a refused entry changed nothing;
+// (each through the codec) and checks after every one: the state survives its encoding; a refused entry changed nothing;
 // an accepted one moved the epoch by one exactly when it changes placement; after a
 // FinishChange the ring is the change's target; and the placement agrees with a
 // reference computed from the rings alone (a range not yet moved is written to its old
@@ -80,6 +80,9 @@ func TestRandomEntriesKeepInvariants(t *testing.T) {
 			}
 			if err := checkState(s, rng); err != nil {
 				t.Fatalf("%s: %v\n%s", where, err, describe(s))
+			}
+			if again, err := DecodeState(EncodeState(s)); err != nil || !bytes.Equal(EncodeState(again), EncodeState(s)) || describe(again) != describe(s) {
+				t.Fatalf("%s: the state does not survive its encoding (%v)", where, err)
 			}
 			if err := checkReadsMove(before, s, en, rng); err != nil {
 				t.Fatalf("%s: %v\nbefore:\n%s\nafter:\n%s", where, err, describe(before), describe(s))
