@@ -2,7 +2,7 @@
 // backwards and never repeat, even when the wall clock steps back. It is a hybrid logical
 // clock reduced to one integer, the form Cassandra-style last-write-wins timestamps need;
 // Observe folds in timestamps seen from other nodes so that causally later writes get
-// larger timestamps whatever the clock skew between nodes. Nodes send Current with every
+// larger timestamps whatever the clock skew between nodes. Nodes send Last with every
 // internode frame and observe what they receive (see package transport and
 // docs/design/clocks.md).
 //
@@ -57,11 +57,10 @@ func (c *Clock) Observe(ts int64) {
 	}
 }
 
-// Current returns a timestamp at least as large as every one Now returned or Observe saw,
-// without issuing one: what a node stamps on a message, so that the receiver, observing
-// it, issues only larger timestamps afterwards. It is the physical clock's reading when
-// that is ahead.
-func (c *Clock) Current() int64 { return max(c.last.Load(), c.physical()) }
+// Last returns the largest timestamp Now returned or Observe saw (0 before any), without
+// issuing one or reading the physical clock: what a node stamps on a message, so that the
+// receiver, observing it, issues only larger timestamps afterwards.
+func (c *Clock) Last() int64 { return c.last.Load() }
 
 // Physical returns the physical clock's reading, for expiry computations that must not
 // drift with logical increments, and for estimating other nodes' clock offsets.

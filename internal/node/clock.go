@@ -43,7 +43,7 @@ const codeOutOfSync = transport.FirstApplicationCode
 var errClockOutOfSync = errors.New("node: clocks out of sync")
 
 // nodeClock is the node's clock with what the node knows of its peers' clocks: the
-// transport.Clock of its internode connections, whose Current is withheld (0) while the
+// transport.Clock of its internode connections, whose Last is withheld (0) while the
 // node's own clock is out of sync, so that a clock known to be wrong does not travel.
 type nodeClock struct {
 	*hlc.Clock
@@ -58,12 +58,12 @@ type clockView struct {
 	refusal   error // why writes are refused, when outOfSync
 }
 
-// Current implements transport.Clock.
-func (c *nodeClock) Current() int64 {
+// Last implements transport.Clock.
+func (c *nodeClock) Last() int64 {
 	if c.outOfSync() {
 		return 0
 	}
-	return c.Clock.Current()
+	return c.Clock.Last()
 }
 
 func (c *nodeClock) outOfSync() bool {

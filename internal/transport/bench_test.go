@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kuradb/kura/internal/hlc"
 )
 
 // BenchmarkPing compares a ping (the payload echoed back) through this package and
@@ -20,13 +22,18 @@ import (
 // callers=1 is one goroutine calling in a loop (latency-bound); callers=16 runs
 // b.RunParallel with 16 goroutines sharing one client (one connection each for kura and
 // gRPC), which is where write coalescing counts. Both servers copy the request into a
-// fresh response, and both clients return a fresh slice.
+// fresh response, and both clients return a fresh slice. kura stamps every frame with a
+// clock and observes the peer's, as nodes do (frame version 2); kura-v1 speaks version 1,
+// without clocks, which is what the stamps cost.
 func BenchmarkPing(b *testing.B) {
 	for _, size := range []int{16, 1024} {
 		for _, callers := range []int{1, 16} {
 			name := fmt.Sprintf("payload=%d/callers=%d", size, callers)
 			b.Run("kura/"+name, func(b *testing.B) {
-				runPing(b, callers, size, kuraPinger(b))
+				runPing(b, callers, size, kuraPinger(b, Version))
+			})
+			b.Run("kura-v1/"+name, func(b *testing.B) {
+				runPing(b, callers, size, kuraPinger(b, Version1))
 			})
 			b.Run("grpc/"+name, func(b *testing.B) {
 				runPing(b, callers, size, grpcPinger(b))
@@ -67,16 +74,23 @@ func runPing(b *testing.B, callers, size int, ping pinger) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
-func kuraPinger(b *testing.B) pinger {
+func kuraPinger(b *testing.B, version int) pinger {
+	// The caller takes a timestamp per call, as a coordinator does for a write, in both
+	// versions; in version 2 the connections carry it.
+	now := hlc.New(nil)
+	var sc, cc Clock
+	if version != Version1 {
+		sc, cc = hlc.New(nil), now
+	}
 	s, err := NewServer(HandlerFunc(func(_ context.Context, _ uint16, p []byte) ([]byte, error) {
 		return bytes.Clone(p), nil
-	}), ServerConfig{})
+	}), ServerConfig{Clock: sc, MaxVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ln := listenLoopback(b)
 	go s.Serve(ln)
-	c, err := NewClient(ln.Addr().String(), ClientConfig{})
+	c, err := NewClient(ln.Addr().String(), ClientConfig{Clock: cc, MaxVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +98,10 @@ func kuraPinger(b *testing.B) pinger {
 		c.Close()
 		s.Close()
 	})
-	return func(ctx context.Context, req []byte) ([]byte, error) { return c.Call(ctx, 1, req) }
+	return func(ctx context.Context, req []byte) ([]byte, error) {
+		now.Now()
+		return c.Call(ctx, 1, req)
+	}
 }
 
 func listenLoopback(b testing.TB) net.Listener {

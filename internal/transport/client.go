@@ -247,8 +247,9 @@ func (c *Client) dial(done chan struct{}) {
 	nc, err := c.cfg.Dial(ctx, "tcp", c.addr)
 	var version byte
 	var dec *Decoder
+	rcv := &receiver{clock: c.cfg.Clock, maxAhead: c.cfg.MaxClockAhead, est: &c.offset}
 	if err == nil {
-		if version, dec, err = c.hello(ctx, nc); err != nil {
+		if version, dec, err = c.hello(ctx, nc, rcv); err != nil {
 			nc.Close()
 		}
 	}
@@ -265,7 +266,7 @@ func (c *Client) dial(done chan struct{}) {
 		c.backOff(fmt.Errorf("transport: dial %s: %w", c.addr, err))
 		return
 	}
-	cn := newClientConn(c, nc, version, dec)
+	cn := newClientConn(c, nc, version, dec, rcv)
 	c.cur.Store(cn)
 	c.wg.Add(3)
 	go func() {
@@ -283,10 +284,10 @@ func (c *Client) dial(done chan struct{}) {
 }
 
 // hello opens a new connection as the package doc's "Versions" says: it sends the hello
-// and reads the answer within ctx, and returns the version the connection speaks and the
-// decoder that read the answer, which the connection's reader goes on with. A client
-// configured for version 1 sends nothing.
-func (c *Client) hello(ctx context.Context, nc net.Conn) (byte, *Decoder, error) {
+// and reads the answer within ctx, taking its stamps with rcv, and returns the version the
+// connection speaks and the decoder that read the answer, which the connection's reader
+// goes on with. A client configured for version 1 sends nothing.
+func (c *Client) hello(ctx context.Context, nc net.Conn, rcv *receiver) (byte, *Decoder, error) {
 	dec := newDecoder(nc, c.cfg.MaxPayloadBytes, c.version)
 	if c.version == Version1 {
 		return Version1, dec, nil
@@ -315,7 +316,7 @@ func (c *Client) hello(ctx context.Context, nc net.Conn) (byte, *Decoder, error)
 	if f.ID != helloID || f.Type == TypeRequest {
 		return 0, nil, fmt.Errorf("transport: hello to %s: %w: answered by a %s frame with ID %d", c.addr, ErrMalformedFrame, f.Type, f.ID)
 	}
-	received(c.cfg.Clock, c.cfg.MaxClockAhead, &c.offset, &f)
+	rcv.received(&f)
 	if f.Type == TypeResponse && f.Version != Version1 {
 		return f.Version, dec, nil
 	}

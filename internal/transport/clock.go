@@ -6,15 +6,16 @@ import (
 )
 
 // Clock is the node's clock as the transport uses it; *hlc.Clock is one. Every version 2
-// frame a connection writes carries Current and Physical, read as the frame goes to the
-// socket; every frame read that carries a clock stamp is handed to Observe before its
-// request is handled or its response delivered. Physical also times the wall stamps
-// received, for Client.ClockOffset. All three must be safe for concurrent use and fast:
-// they run once per frame on the connections' reader and writer goroutines.
+// frame a connection writes carries Last, read as the frame goes to the socket, and
+// Physical, read once per batch of frames written together; every frame read that carries
+// a clock stamp is handed to Observe before its request is handled or its response
+// delivered. Physical also times the wall stamps received, for Client.ClockOffset. All
+// three must be safe for concurrent use and fast: they run once per frame on the
+// connections' reader and writer goroutines.
 type Clock interface {
-	// Current returns a timestamp at least as large as every one the node has issued, or
-	// 0 to send none (a node that knows its clock is wrong keeps it to itself).
-	Current() int64
+	// Last returns a timestamp at least as large as every one the node has issued, or 0
+	// to send none (a node that knows its clock is wrong keeps it to itself).
+	Last() int64
 	// Physical returns the node's wall clock in microseconds since the Unix epoch.
 	Physical() int64
 	// Observe takes a peer's clock stamp, so that the node's later timestamps exceed it.
@@ -100,26 +101,34 @@ func (e *offsetEstimate) get() (Offset, bool) {
 	return Offset{Offset: time.Duration(o) * time.Microsecond, At: time.UnixMicro(e.last)}, true
 }
 
-// received takes the stamps of a frame read from a peer: the clock stamp is observed
-// unless the wall stamp proves the sender's clock further than maxAhead ahead of this
-// one's (see ClientConfig.MaxClockAhead), and the wall stamp, when est is not nil (a
-// client's, timing its peer), becomes an offset sample. Zero stamps (a version 1 frame, or
-// a peer with nothing to say) are neither.
-func received(clock Clock, maxAhead time.Duration, est *offsetEstimate, f *Frame) {
-	if clock == nil {
+// receiver is what a connection's reader does with the stamps of the frames it reads: the
+// clock stamp is observed unless the wall stamp proves the sender's clock further than
+// maxAhead ahead of this one's (see ClientConfig.MaxClockAhead), and the wall stamp, when
+// est is not nil (a client's, timing its peer), becomes an offset sample. Zero stamps (a
+// version 1 frame, or a peer with nothing to say) are neither. The frames a peer writes
+// together share one wall stamp, so the receipt time is read, and the sample taken, once
+// per such batch: the clock is not read for every frame.
+type receiver struct {
+	clock     Clock // nil: stamps are ignored
+	maxAhead  time.Duration
+	est       *offsetEstimate // nil on a server, which does not know who its peer is
+	wall, now int64           // the latest batch's wall stamp, and when its first frame was read
+}
+
+func (r *receiver) received(f *Frame) {
+	if r.clock == nil {
 		return
 	}
-	var now int64
-	if f.Wall > 0 && (est != nil || maxAhead > 0) {
-		now = clock.Physical()
+	if f.Wall > 0 && f.Wall != r.wall && (r.est != nil || r.maxAhead > 0) {
+		r.wall, r.now = f.Wall, r.clock.Physical()
+		if r.est != nil {
+			r.est.sample(f.Wall-r.now, r.now)
+		}
 	}
 	// Transit only lowers wall - now, so above maxAhead it proves the sender's clock (or
 	// the receiver's, the other way) is that far off.
-	if f.Clock > 0 && (maxAhead <= 0 || f.Wall <= 0 || f.Wall-now <= maxAhead.Microseconds()) {
-		clock.Observe(f.Clock)
-	}
-	if est != nil && f.Wall > 0 {
-		est.sample(f.Wall-now, now)
+	if f.Clock > 0 && (r.maxAhead <= 0 || f.Wall <= 0 || f.Wall-r.now <= r.maxAhead.Microseconds()) {
+		r.clock.Observe(f.Clock)
 	}
 }
 

@@ -115,7 +115,7 @@ func TestOffsetEstimateKeepsTheLargestSampleOfTwoWindows(t *testing.T) {
 	}
 }
 
-// A node that knows its clock is wrong sends no clock stamp (Current 0): the peer observes
+// A node that knows its clock is wrong sends no clock stamp (Last 0): the peer observes
 // nothing, but its wall stamp still gives the peer an offset.
 func TestAZeroClockStampIsNotObserved(t *testing.T) {
 	server := skewedClock(0)
@@ -133,7 +133,7 @@ func TestAZeroClockStampIsNotObserved(t *testing.T) {
 
 type mutedClock struct{ *hlc.Clock }
 
-func (mutedClock) Current() int64 { return 0 }
+func (mutedClock) Last() int64 { return 0 }
 
 // oldServer is a server as the code before frame version 2 was (frame.go at 863e146),
 // written here from the version 1 layout rather than with this package: it reads 20-byte

@@ -41,8 +41,9 @@ var callPool = sync.Pool{New: func() any { return &call{ch: make(chan result, 1)
 type clientConn struct {
 	c        *Client
 	nc       net.Conn
-	version  byte     // the frame version the connection speaks, agreed by the hello
-	dec      *Decoder // the reader's, which read the hello's answer
+	version  byte      // the frame version the connection speaks, agreed by the hello
+	dec      *Decoder  // the reader's, which read the hello's answer
+	rcv      *receiver // the reader's, for the stamps of the responses
 	w        *frameWriter
 	inflight chan struct{} // one token per outstanding call (MaxInFlight)
 	dead     chan struct{} // closed by fail
@@ -57,12 +58,13 @@ type clientConn struct {
 	armSweep chan struct{}
 }
 
-func newClientConn(c *Client, nc net.Conn, version byte, dec *Decoder) *clientConn {
+func newClientConn(c *Client, nc net.Conn, version byte, dec *Decoder, rcv *receiver) *clientConn {
 	cn := &clientConn{
 		c:        c,
 		nc:       nc,
 		version:  version,
 		dec:      dec,
+		rcv:      rcv,
 		inflight: make(chan struct{}, c.cfg.MaxInFlight),
 		dead:     make(chan struct{}),
 		pending:  make(map[uint64]*call),
@@ -221,7 +223,7 @@ func (cn *clientConn) readLoop() {
 			cn.fail(err)
 			return
 		}
-		received(cn.c.cfg.Clock, cn.c.cfg.MaxClockAhead, &cn.c.offset, &f)
+		cn.rcv.received(&f)
 		var r result
 		switch f.Type {
 		case TypeResponse:

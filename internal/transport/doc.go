@@ -46,14 +46,16 @@
 //	                   context gets the deadline arrival time + timeout. Zero in other
 //	                   frames.
 //	clock     8 bytes  version 2: the sender's hybrid logical clock (ClientConfig.Clock,
-//	                   ServerConfig.Clock) as the frame went to the socket, at least every
-//	                   timestamp the sender had issued, its payload's included; 0 = none.
+//	                   ServerConfig.Clock) as the frame went to the socket: the largest
+//	                   timestamp it had issued or observed, its payload's included; 0 =
+//	                   none.
 //	                   The receiver's clock observes it before the request is handled or
 //	                   the response delivered, so that its later timestamps are larger;
 //	                   unless the wall stamp proves the sender's clock further ahead than
 //	                   the receiver's MaxClockAhead (ClientConfig, ServerConfig).
-//	wall      8 bytes  version 2: the sender's physical clock then, microseconds since the
-//	                   Unix epoch; 0 = none. A client estimates its peer's clock offset
+//	wall      8 bytes  version 2: the sender's physical clock then (read once per batch
+//	                   of frames written together), microseconds since the Unix epoch;
+//	                   0 = none. A client estimates its peer's clock offset
 //	                   from those of the responses (Client.ClockOffset).
 //	epoch     8 bytes  version 2: reserved for the ring epoch the sender planned a
 //	                   request under (issue 32, point 1); written 0, not yet acted on.

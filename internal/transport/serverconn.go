@@ -107,6 +107,7 @@ func (sc *serverConn) drain() {
 // reports whether the connection should end gracefully.
 func (sc *serverConn) readLoop() bool {
 	dec := newDecoder(sc.nc, sc.s.cfg.MaxPayloadBytes, sc.s.version)
+	rcv := receiver{clock: sc.s.cfg.Clock, maxAhead: sc.s.cfg.MaxClockAhead}
 	for {
 		f, err := dec.Next()
 		if err != nil {
@@ -116,7 +117,7 @@ func (sc *serverConn) readLoop() bool {
 			sc.protocolError(fmt.Errorf("%w: a server received a %s frame", ErrMalformedFrame, f.Type))
 			return false
 		}
-		received(sc.s.cfg.Clock, sc.s.cfg.MaxClockAhead, nil, &f)
+		rcv.received(&f)
 		if !sc.acquire() {
 			return sc.isDraining.Load()
 		}

@@ -119,7 +119,11 @@ func (w *frameWriter) run() {
 // flushes.
 func (w *frameWriter) writeBatch(first outFrame) error {
 	slots, frames := 0, 1
-	err := w.write(first, &slots)
+	var wall int64 // one reading for the batch: its frames go out within microseconds
+	if w.clock != nil {
+		wall = w.clock.Physical()
+	}
+	err := w.write(first, &slots, wall)
 	if len(w.q) == 0 {
 		// Yield once before draining. The writer was woken by the first enqueue and the
 		// scheduler runs it next, before the callers that are about to enqueue their own
@@ -133,7 +137,7 @@ batch:
 	for n := 1; err == nil && n < maxBatchFrames; n++ {
 		select {
 		case f := <-w.q:
-			err = w.write(f, &slots)
+			err = w.write(f, &slots, wall)
 			frames++
 		default:
 			break batch
@@ -152,7 +156,8 @@ batch:
 	return err
 }
 
-func (w *frameWriter) write(f outFrame, slots *int) error {
+// write copies f into the buffer; wall is the batch's reading of the physical clock.
+func (w *frameWriter) write(f outFrame, slots *int, wall int64) error {
 	// Through w.hdr rather than f.hdr: a slice of the parameter would make every frame
 	// escape to the heap.
 	w.hdr = f.hdr
@@ -161,7 +166,7 @@ func (w *frameWriter) write(f outFrame, slots *int) error {
 		// Stamped now rather than when queued: the clock is then at least every
 		// timestamp the payload holds, and the wall stamp leaves out the time in the
 		// queue, which an offset estimate would count as transit.
-		putStamps(w.hdr[:], w.clock.Current(), w.clock.Physical(), 0)
+		putStamps(w.hdr[:], w.clock.Last(), wall, 0)
 	}
 	_, err := w.bw.Write(w.hdr[:headerSize(v)])
 	if err == nil && len(f.payload) > 0 {
