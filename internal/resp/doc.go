@@ -66,6 +66,17 @@
 // (HSET counting new fields, DEL counting keys) are not atomic against concurrent writers
 // of the key; the merge keeps replicas convergent whatever interleaving happened.
 //
+// Last write wins by timestamp, so in a cluster the order of two writes through different
+// nodes is their clocks' (docs/design/clocks.md). A node's clock observes the clocks its
+// internode messages carry and the newest timestamp of every row its store reads, so a
+// write made after a read of the key (DEL, HSET, a leader's command, or a SET after a GET
+// through the same node) or after the node heard of the earlier write (as one of its
+// replicas, say) gets a larger timestamp whatever the skew between the nodes' clocks. A
+// blind SET through a node that has heard nothing of an earlier write is ordered by the
+// physical clocks: correctly when the writes are further apart than the clocks' offset,
+// which max_clock_offset bounds, since a node whose clock is further off than that from
+// most of its peers' refuses writes (UNAVAILABLE).
+//
 // # Leaders
 //
 // A key's leader is where its read-modify-write commands run: on a single node, the node
@@ -259,7 +270,8 @@
 // Client mistakes get Redis's own error texts. Store failures map to reply prefixes by
 // ErrorPrefix: ERR for invalid requests, UNAVAILABLE when the store is closed, CORRUPT for
 // corrupt data and STOREERR for anything else; Config.ErrorPrefix lets the cluster add its
-// own (UNAVAILABLE, TIMEOUT, OVERLOADED) without touching the handler.
+// own (UNAVAILABLE, also for a node whose clock is out of sync; TIMEOUT, OVERLOADED)
+// without touching the handler.
 //
 // # Limits
 //
