@@ -27,7 +27,9 @@ import (
 // refuses client writes with UNAVAILABLE, hands the read-modify-write commands it would
 // lead to the key's next replica, refuses to lead them for others, and sends no clock
 // stamp (its wall stamp still goes, so that it notices when its clock is back). A FLUSHALL
-// waits until every member's clock is within the maximum.
+// waits until every member's clock is within the maximum. Its peers meanwhile do not
+// observe a stamp whose wall stamp proves it that far ahead (transport's MaxClockAhead),
+// so a clock far ahead drags no other, even before it finds itself out of sync.
 
 // clockCheckInterval is how often a node compares its clock with its peers'; a variable
 // for tests.
