@@ -160,6 +160,10 @@ func (h *Handler) runLocked(dst []byte, req *LeaderRequest, keys [][]byte, watch
 			dst = appendUnknownCommand(dst, args)
 		case !arityOK(c.arity, len(args)):
 			dst = appendArityErr(dst, c.name)
+		case txControl(c.name):
+			// Never queued by a coordinator; from a peer they would nest transactions,
+			// and WATCH would ask this key's leader, this node, for a lock it holds.
+			dst = appendErrf(dst, "ERR %s cannot run at a key's leader", c.name)
 		default:
 			dst = c.fn(h, dst, args, &run)
 		}
