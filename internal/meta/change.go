@@ -179,8 +179,8 @@ func (s *State) inFlight(e StartChange) error {
 	return fmt.Errorf("%w: change %d; one change at a time (finish or cancel it first)", ErrChangeInFlight, s.Change.ID)
 }
 
-// rangesBetween cuts the ring where either ring has a token, as move.Plan does, and
-// returns the pieces whose replica sets differ (adjacent ones with the same sets joined).
+// rangesBetween returns the ranges whose replica sets differ between the two rings, as
+// move.Plan cuts them (move.Change.Pieces).
 func (s *State) rangesBetween(from, to []NodeTokens) ([]RangeState, error) {
 	strategy, err := s.strategy()
 	if err != nil {
@@ -194,20 +194,13 @@ func (s *State) rangesBetween(from, to []NodeTokens) ([]RangeState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: target ring: %w", ErrInvalid, err)
 	}
-	cuts := cutPoints(cur, next)
-	var out []RangeState
-	for i, end := range cuts {
-		r := move.Range{Start: cuts[(i+len(cuts)-1)%len(cuts)], End: end}
-		old := strategy.Replicas(cur, end, s.RF)
-		nw := strategy.Replicas(next, end, s.RF)
-		if sameNodes(old, nw) {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Range.End == r.Start && slices.Equal(out[n-1].Old, old) && slices.Equal(out[n-1].New, nw) {
-			out[n-1].Range.End = end
-			continue
-		}
-		out = append(out, RangeState{Range: r, Old: old, New: nw})
+	pieces, err := move.Change{Current: cur, Target: next, Strategy: strategy, RF: s.RF}.Pieces()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RangeState, len(pieces))
+	for i, p := range pieces {
+		out[i] = RangeState{Range: p.Range, Old: p.Before, New: p.After}
 	}
 	return out, nil
 }
@@ -355,29 +348,4 @@ func countLive(ids []ring.NodeID, down map[ring.NodeID]bool) int {
 		}
 	}
 	return n
-}
-
-// sameNodes reports whether a and b hold the same nodes.
-func sameNodes(a, b []ring.NodeID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, id := range a {
-		if !slices.Contains(b, id) {
-			return false
-		}
-	}
-	return true
-}
-
-// cutPoints returns every range end of either ring, in token order, once.
-func cutPoints(a, b *ring.Ring) []ring.Token {
-	out := make([]ring.Token, 0, a.RangeCount()+b.RangeCount())
-	for _, r := range []*ring.Ring{a, b} {
-		for i := range r.RangeCount() {
-			out = append(out, r.RangeEnd(i))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

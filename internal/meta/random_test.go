@@ -431,3 +431,16 @@ func (g *gen) voters(s *State) SetVoters {
 	}
 	return SetVoters{Voters: next}
 }
+
+// sameNodes reports whether a and b hold the same nodes.
+func sameNodes(a, b []ring.NodeID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			return false
+		}
+	}
+	return true
+}

@@ -198,8 +198,30 @@ type piece struct {
 	before, after []ring.NodeID
 }
 
-// pieces cuts the ring where either ring has a token and returns, in token order, the
-// pieces whose replica set changes, adjacent ones with the same sets joined.
+// Piece is a range whose replica set the change alters: Before in the current ring, After
+// in the target one (Rehome's answer for a range losing a departing replica).
+type Piece struct {
+	Range         Range
+	Before, After []ring.NodeID
+}
+
+// Pieces cuts the ring where either ring has a token and returns, in token order, the
+// ranges whose replica set changes, adjacent ones with the same sets joined: what Plan
+// moves, for callers that track the ranges of a change (package meta). It needs only
+// Current, Target, Strategy, RF and Rehome.
+func (c Change) Pieces() ([]Piece, error) {
+	ps, err := c.pieces()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Piece, len(ps))
+	for i, p := range ps {
+		out[i] = Piece{Range: p.rng, Before: p.before, After: p.after}
+	}
+	return out, nil
+}
+
+// pieces is Pieces, in the planner's own form.
 func (c Change) pieces() ([]piece, error) {
 	rehome := c.Rehome
 	if rehome == nil {
