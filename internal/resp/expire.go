@@ -156,22 +156,9 @@ func cmdPTTL(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 }
 
 func (h *Handler) ttl(s *Session, dst []byte, key []byte, millis bool) []byte {
-	dst, ok := h.checkReadKey(dst, key)
+	at, now, dst, ok := h.expiryOf(s, dst, key)
 	if !ok {
 		return dst
-	}
-	r, err := h.read(s, key)
-	if err != nil {
-		return h.appendStoreErr(dst, err)
-	}
-	now := h.now()
-	k := kindOf(&r, now)
-	if k == kindNone {
-		return appendInt(dst, -2)
-	}
-	at := keyExpiry(&r, k, now)
-	if at == 0 {
-		return appendInt(dst, -1)
 	}
 	// Rounded to the nearest unit as Redis rounds milliseconds to seconds.
 	ms := (at - now + microsPerMilli/2) / microsPerMilli
@@ -179,4 +166,26 @@ func (h *Handler) ttl(s *Session, dst []byte, key []byte, millis bool) []byte {
 		return appendInt(dst, ms)
 	}
 	return appendInt(dst, (ms+500)/1000)
+}
+
+// expiryOf reads key's expiry (µs) for TTL and EXPIRETIME and their millisecond forms,
+// with the time it was read at. For a missing key (-2), a key without expiry (-1), a key
+// too long or a store error it writes the reply and returns ok=false.
+func (h *Handler) expiryOf(s *Session, dst, key []byte) (at, now int64, _ []byte, ok bool) {
+	if dst, ok = h.checkReadKey(dst, key); !ok {
+		return 0, 0, dst, false
+	}
+	r, err := h.read(s, key)
+	if err != nil {
+		return 0, 0, h.appendStoreErr(dst, err), false
+	}
+	now = h.now()
+	k := kindOf(&r, now)
+	if k == kindNone {
+		return 0, 0, appendInt(dst, -2), false
+	}
+	if at = keyExpiry(&r, k, now); at == 0 {
+		return 0, 0, appendInt(dst, -1), false
+	}
+	return at, now, dst, true
 }

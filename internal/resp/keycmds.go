@@ -79,22 +79,9 @@ func cmdPExpireTime(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 }
 
 func (h *Handler) expireTime(dst, key []byte, s *Session, unit int64) []byte {
-	dst, ok := h.checkReadKey(dst, key)
+	at, _, dst, ok := h.expiryOf(s, dst, key)
 	if !ok {
 		return dst
-	}
-	r, err := h.read(s, key)
-	if err != nil {
-		return h.appendStoreErr(dst, err)
-	}
-	now := h.now()
-	k := kindOf(&r, now)
-	if k == kindNone {
-		return appendInt(dst, -2)
-	}
-	at := keyExpiry(&r, k, now)
-	if at == 0 {
-		return appendInt(dst, -1)
 	}
 	// Rounded to the millisecond, then to the second, as Redis rounds its milliseconds.
 	ms := (at + microsPerMilli/2) / microsPerMilli
