@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,7 +57,7 @@ func TestSingleNodeFlushAllDeletesEveryKey(t *testing.T) {
 // In a cluster FLUSHALL deletes every node's rows, whatever coordinator it goes through,
 // and refuses, flushing nothing, while a node is down.
 func TestClusterFlushAllNeedsEveryNodeUp(t *testing.T) {
-	nodes, stop := startStoppable(t, "lsm", "btree", "memory")
+	nodes := startThree(t, "lsm", "btree", "memory")
 	cs := clients(t, nodes, 3)
 	ctx := context.Background()
 	for i := range 200 {
@@ -79,7 +78,9 @@ func TestClusterFlushAllNeedsEveryNodeUp(t *testing.T) {
 	}
 
 	id3 := ring.NodeID(nodes[2].ID())
-	stop(2)
+	if err := nodes[2].Shutdown(context.Background()); err != nil { // again at cleanup: Shutdown is idempotent
+		t.Fatal(err)
+	}
 	eventually(t, "the others see the third node down", func() bool {
 		return !nodes[0].cluster.member(id3).Up && !nodes[1].cluster.member(id3).Up
 	})
@@ -90,39 +91,6 @@ func TestClusterFlushAllNeedsEveryNodeUp(t *testing.T) {
 	if v, err := cs[1].Get(ctx, "after").Result(); err != nil || v != "v" {
 		t.Fatalf("a refused FLUSHALL deleted: %q %v", v, err)
 	}
-}
-
-// startStoppable is startThree for a test that stops nodes itself: stop(i) shuts node i
-// down, once (a node's Shutdown is not idempotent).
-func startStoppable(t *testing.T, engines ...string) ([]*Node, func(i int)) {
-	t.Helper()
-	var nodes []*Node
-	var once [3]sync.Once
-	stop := func(i int) {
-		once[i].Do(func() {
-			if err := nodes[i].Shutdown(context.Background()); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	for i := range 3 {
-		seed := ""
-		if i > 0 {
-			seed = nodes[0].GossipAddr()
-		}
-		cfg := clusterConfig(t, fmt.Sprintf("h%d", i+1), seed)
-		cfg.Engine = engines[i%len(engines)]
-		n, err := Start(cfg, keptLog(t, cfg.Host))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-		t.Cleanup(func() { stop(i) })
-	}
-	for _, n := range nodes {
-		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
-	}
-	return nodes, stop
 }
 
 // visibleKeys lists the keys n's own engine holds that a read at now would show.
