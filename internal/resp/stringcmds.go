@@ -286,17 +286,9 @@ func cmdSetRange(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 // the leader locks of its keys, so that it is serialized with the leader commands and the
 // other MSETNXs on any of them; in a cluster it is not (see doc.go).
 func cmdMSetNX(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
-	if len(args)%2 == 0 {
-		return appendArityErr(dst, "msetnx")
-	}
-	var ok bool
-	for i := 1; i < len(args); i += 2 {
-		if dst, ok = h.checkWriteKey(dst, args[i]); !ok {
-			return dst
-		}
-		if dst, ok = h.checkValue(dst, args[i+1]); !ok {
-			return dst
-		}
+	dst, ok := h.checkPairs(dst, args, "msetnx")
+	if !ok {
+		return dst
 	}
 	// The last value of a key given twice wins, as in Redis.
 	last := make(map[string]int, len(args)/2)

@@ -113,19 +113,29 @@ func setString(m *row.Mutation, cell []row.Cell, key, val []byte, ts, expiresAt 
 	m.Row = row.Row{Deleted: ts - 1, Cells: cell[:1:1]}
 }
 
-// MSET key value [key value ...]: one atomic batch.
-func cmdMSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+// checkPairs validates the key value pairs of MSET and MSETNX (cmd): their count, keys
+// and values.
+func (h *Handler) checkPairs(dst []byte, args [][]byte, cmd string) ([]byte, bool) {
 	if len(args)%2 == 0 {
-		return appendArityErr(dst, "mset")
+		return appendArityErr(dst, cmd), false
 	}
 	var ok bool
 	for i := 1; i < len(args); i += 2 {
 		if dst, ok = h.checkWriteKey(dst, args[i]); !ok {
-			return dst
+			return dst, false
 		}
 		if dst, ok = h.checkValue(dst, args[i+1]); !ok {
-			return dst
+			return dst, false
 		}
+	}
+	return dst, true
+}
+
+// MSET key value [key value ...]: one atomic batch.
+func cmdMSet(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
+	dst, ok := h.checkPairs(dst, args, "mset")
+	if !ok {
+		return dst
 	}
 	n := len(args) / 2
 	muts, cells := s.mutations(n), s.cellScratch(n)
