@@ -192,7 +192,7 @@ func (h *Handler) apply(s *Session, dst []byte, batch []row.Mutation) ([]byte, b
 // the empty key, which no row can have, reads as absent.
 func (h *Handler) read(s *Session, key []byte) (row.Row, error) {
 	r, err := h.readRaw(s, key)
-	if err != nil {
+	if err != nil || !hasShards(&r) { // most rows: no clock read for fold
 		return r, err
 	}
 	return fold(r, h.now()), nil
