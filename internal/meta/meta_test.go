@@ -2,7 +2,6 @@ package meta
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -244,31 +243,14 @@ func (e *metaEnv) placement(tokens []ring.NodeID) (string, error) {
 	return sb.String(), nil
 }
 
-// planStart plans sc's transfers with move.Plan, as a proposer does.
+// planStart plans sc's transfers with move.Plan against the ring State.Target gives, as
+// a proposer does.
 func planStart(s *State, sc StartChange) []move.Transfer {
 	cur, err := s.CurrentRing()
 	if err != nil {
 		return nil
 	}
-	gone := toSet(slices.Concat(sc.Leaves, sc.Removes))
-	var nodes []ring.Node
-	for _, n := range cur.Nodes() {
-		for _, r := range sc.Replaces {
-			if r.Old == n.ID {
-				m, _ := s.Member(r.New)
-				nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Role: m.Role, Tokens: n.Tokens})
-				gone[n.ID] = true
-			}
-		}
-		if !gone[n.ID] {
-			nodes = append(nodes, n)
-		}
-	}
-	for _, j := range sc.Joins {
-		m, _ := s.Member(j.ID)
-		nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Rack: m.Rack, Role: m.Role, Tokens: j.Tokens})
-	}
-	target, err := ring.New(nodes)
+	target, err := s.Target(sc)
 	if err != nil {
 		return nil
 	}

@@ -84,6 +84,9 @@ func TestRandomEntriesKeepInvariants(t *testing.T) {
 			if again, err := DecodeState(EncodeState(s)); err != nil || !bytes.Equal(EncodeState(again), EncodeState(s)) || describe(again) != describe(s) {
 				t.Fatalf("%s: the state does not survive its encoding (%v)", where, err)
 			}
+			if err := checkRangeOf(s.Change); err != nil {
+				t.Fatalf("%s: %v\n%s", where, err, describe(s))
+			}
 			if err := checkReadsMove(before, s, en, rng); err != nil {
 				t.Fatalf("%s: %v\nbefore:\n%s\nafter:\n%s", where, err, describe(before), describe(s))
 			}
@@ -95,6 +98,35 @@ func TestRandomEntriesKeepInvariants(t *testing.T) {
 			t.Errorf("no %s was accepted: the generator does not reach it", k)
 		}
 	}
+}
+
+// checkRangeOf checks Change.RangeOf, which a proposer uses to tell when every transfer
+// into a range is done: each transfer lies in the range it names, whose new set holds its
+// destination, and a range that straddles two ranges of the change lies in neither.
+func checkRangeOf(c *Change) error {
+	if c == nil {
+		return nil
+	}
+	for _, tr := range c.Transfers {
+		i := c.RangeOf(tr.Range)
+		if i < 0 {
+			return fmt.Errorf("transfer %s -> %s %s: RangeOf found no range", tr.Source, tr.Destination, tr.Range)
+		}
+		if !slices.Contains(c.Ranges[i].New, tr.Destination) || !contains(c.Ranges[i].Range, tr.Range.End) {
+			return fmt.Errorf("transfer %s -> %s %s: RangeOf gave %s, new set %v", tr.Source, tr.Destination, tr.Range, c.Ranges[i].Range, c.Ranges[i].New)
+		}
+	}
+	for i := 1; i < len(c.Ranges); i++ {
+		a, b := c.Ranges[i-1].Range, c.Ranges[i].Range
+		if a.End != b.Start { // not adjacent: nothing straddles them
+			continue
+		}
+		straddle := move.Range{Start: a.End - 1, End: b.Start + 1}
+		if j := c.RangeOf(straddle); j >= 0 {
+			return fmt.Errorf("%s straddles %s and %s but RangeOf gave %s", straddle, a, b, c.Ranges[j].Range)
+		}
+	}
+	return nil
 }
 
 // checkReadsMove checks the safety argument of the design (membership.md, section 2): a
