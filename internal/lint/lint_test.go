@@ -49,6 +49,7 @@ var purePackages = []string{
 	"internal/access",
 	"internal/scan",
 	"internal/meta",
+	"internal/topo",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it
