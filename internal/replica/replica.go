@@ -1,7 +1,9 @@
 // Package replica serves the internode requests a node receives as a replica: it applies
 // writes (client writes, hint replays, read repairs) to the local engine, answers reads
 // and digest reads from it, and pages through a range of it for a peer refilling itself
-// (scans) or for a coordinator's client scan (scan reads, refused while refilling), and
+// or streaming a range in a membership change (scans; a stream's pages are paced by the
+// node's send limit) or for a coordinator's client scan (scan reads, refused while
+// refilling), and
 // deletes all its rows for a FLUSHALL (flush.go). Keys are stored token-prefixed
 // (ring.EngineKey), so that the engine's order is the ring's order.
 package replica
@@ -30,12 +32,23 @@ type Handler struct {
 	// Clock is the node's clock, which a FLUSHALL reads and advances (flush.go). Nil: a
 	// FLUSHALL's prepare is refused.
 	Clock *hlc.Clock
+	// StreamPacer paces the pages this replica sends to membership changes' streams
+	// (scans with wire.ScanRequest.Stream set): the node's send limit, shared by all of
+	// them (stream.Limiter). Nil: unpaced. Client scans (MethodScanRead) and refills
+	// (scans without the flag, or of version 1) are never paced.
+	StreamPacer Pacer
 
 	refilling atomic.Bool
 	// flushMu orders writes and FLUSHALLs (flush.go): a write holds it shared from
 	// reading flushedAt until its batch is applied, a flush exclusively to raise it.
 	flushMu   sync.RWMutex
 	flushedAt int64 // the last FLUSHALL's timestamp since start
+}
+
+// Pacer paces bytes sent. Wait blocks until n more bytes may go, or ctx ends (its error);
+// it is safe for concurrent use. stream.Limiter is one.
+type Pacer interface {
+	Wait(ctx context.Context, n int) error
 }
 
 // ErrRefilling is a read's answer from a replica that is refilling (see SetRefilling).
@@ -47,14 +60,14 @@ var ErrRefilling = errors.New("replica: refilling from peers: not serving reads"
 func (h *Handler) SetRefilling(on bool) { h.refilling.Store(on) }
 
 // Handle decodes one request, runs it against the engine and encodes the answer.
-func (h *Handler) Handle(_ context.Context, method uint16, payload []byte) ([]byte, error) {
+func (h *Handler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
 	switch method {
 	case wire.MethodWrite:
 		return nil, h.write(payload)
 	case wire.MethodRead:
 		return h.read(payload)
 	case wire.MethodScan:
-		return h.scan(payload)
+		return h.scan(ctx, payload)
 	case wire.MethodFlush:
 		return h.flush(payload)
 	case wire.MethodScanRead:
@@ -131,7 +144,10 @@ func (h *Handler) Read(key []byte, digest bool) (wire.ReadResponse, error) {
 	return resp, nil
 }
 
-func (h *Handler) scan(payload []byte) ([]byte, error) {
+// scan answers a page of a refill's or a stream's scan (wire.MethodScan), in the version
+// it was asked in. A stream's page waits for the send limit once read, with its engine
+// snapshot released: a page waiting holds memory, not the engine.
+func (h *Handler) scan(ctx context.Context, payload []byte) ([]byte, error) {
 	req, err := wire.DecodeScanRequest(payload)
 	if err != nil {
 		return nil, err
@@ -140,7 +156,13 @@ func (h *Handler) scan(payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.AppendScanResponse(nil, &resp), nil
+	b := wire.AppendScanResponseVersion(nil, &resp, req.Version)
+	if req.Stream && h.StreamPacer != nil {
+		if err := h.StreamPacer.Wait(ctx, len(b)); err != nil {
+			return nil, fmt.Errorf("replica: scan: waiting for the stream send limit: %w", err)
+		}
+	}
+	return b, nil
 }
 
 // scanRead answers a page of a client's scan (SCAN, KEYS): a scan that a refilling

@@ -79,7 +79,7 @@ func (p *Puller) page(src ring.NodeID, lo, hi []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
 	defer cancel()
 	b, err := c.Call(ctx, wire.MethodScan, wire.AppendScanRequest(nil, &wire.ScanRequest{
-		Lo: lo, Hi: hi, Rows: p.PageRows, Bytes: p.PageBytes}))
+		Lo: lo, Hi: hi, Rows: p.PageRows, Bytes: p.PageBytes, Version: wire.Version}))
 	if err != nil {
 		return 0, nil, err
 	}
