@@ -19,6 +19,7 @@ import (
 // written as comma-separated cells "col:value@ts" (col defaults to c), "-" for none.
 type transcript struct {
 	replicas []Replica
+	groups   [][]Replica // when set (groups), writes go to these groups of the replicas
 	policy   Policy
 	write    *Write
 	read     *Read
@@ -64,7 +65,7 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 	case "replicas":
 		// One replica per line: its ID, then optionally its engine (lsm, btree, memory),
 		// "down", "refilling", "lagging", "backlogged" and "latency=<duration>".
-		tr.replicas = nil
+		tr.replicas, tr.groups = nil, nil
 		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
 			f := strings.Fields(line)
 			r := Replica{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Refilling: slices.Contains(f, "refilling"),
@@ -86,6 +87,22 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			tr.replicas = append(tr.replicas, r)
 		}
 		return "", nil
+	case "groups":
+		// One replica group per line: the IDs of replicas given by the last replicas
+		// command. Writes go to the groups until the next replicas command.
+		tr.groups = nil
+		for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+			var g []Replica
+			for _, id := range strings.Fields(line) {
+				i := slices.IndexFunc(tr.replicas, func(r Replica) bool { return r.ID == ring.NodeID(id) })
+				if i < 0 {
+					return "", fmt.Errorf("group member %s is not a replica", id)
+				}
+				g = append(g, tr.replicas[i])
+			}
+			tr.groups = append(tr.groups, g)
+		}
+		return "", nil
 	case "write":
 		l, err := level()
 		if err != nil {
@@ -96,7 +113,12 @@ func (tr *transcript) run(td *datadriven.TestData) (string, error) {
 			return "", err
 		}
 		var fx []Effect
-		tr.write, fx = StartWrite(row.Mutation{Key: []byte("k"), Row: r}, l, tr.replicas, tr.policy)
+		m := row.Mutation{Key: []byte("k"), Row: r}
+		if tr.groups != nil {
+			tr.write, fx = StartWriteGroups(m, l, tr.groups, tr.policy)
+		} else {
+			tr.write, fx = StartWrite(m, l, tr.replicas, tr.policy)
+		}
 		tr.read = nil
 		return tr.format(fx), nil
 	case "read":

@@ -17,6 +17,11 @@
 // and send to the read-optimized one asynchronously; reads ask the read-optimized and
 // in-memory replicas and fall back to the write-optimized one when they fail or disagree.
 //
+// A write to a range that is moving between replica sets goes to both (StartWriteGroups):
+// each group must meet the consistency level among its own replicas, a replica in both
+// counting in both, and each group is planned by the policy on its own; reads use one
+// set, the current one.
+//
 // Errors a client must tell apart: ErrUnavailable (too few live replicas: nothing was
 // sent, nothing written), ErrTimeout (too few answers in time: a write may have been
 // applied), ErrOverloaded (the coordinator refused the request; the driver decides).

@@ -127,6 +127,12 @@ func (Uniform) PlanRead(replicas []Replica, need int) ReadPlan {
 // replicas it could not count on: an operator reading the error learns which node to look
 // at.
 func unavailable(need int, replicas []Replica, read bool) error {
+	return unavailableIn(need, replicas, read, "")
+}
+
+// unavailableIn is unavailable for the replicas of one of a request's groups, named by
+// where (" in replica group 2 of 2").
+func unavailableIn(need int, replicas []Replica, read bool, where string) error {
 	var down, refilling []string
 	for _, r := range replicas {
 		switch {
@@ -136,7 +142,7 @@ func unavailable(need int, replicas []Replica, read bool) error {
 			refilling = append(refilling, string(r.ID))
 		}
 	}
-	msg := fmt.Sprintf("needs %d of %d", need, len(replicas))
+	msg := fmt.Sprintf("needs %d of %d%s", need, len(replicas), where)
 	if len(down) > 0 {
 		msg += ", down: " + strings.Join(down, " ")
 	}

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/kuradb/kura/internal/ring"
@@ -10,45 +11,141 @@ import (
 // Write is one client write in progress. Its timestamp was assigned before it started
 // (by the coordinator's hybrid logical clock), so retries and hints carry the same cells.
 // Not safe for concurrent use: the driver feeds it one input at a time.
+//
+// A write goes to one replica group (StartWrite) or to several (StartWriteGroups: a
+// range that is moving is written to its current and its pending replica set). Each
+// group counts its own acknowledgements toward its own need at the level, and the write
+// succeeds once every group has met its need.
 type Write struct {
-	m        row.Mutation
+	m       row.Mutation
+	plan    WritePlan            // Targets, Hinted and Deferred over every group
+	groups  []group              // one[:] for a single group
+	one     [1]group             // so that a single group costs no allocation of its own
+	pending map[ring.NodeID]bool // targets that have not answered
+	slowed  bool                 // a fallback came from OnSlow
+	replied bool
+}
+
+// group is one replica group's count toward the level.
+type group struct {
+	replicas []Replica
 	need     int
-	plan     WritePlan
-	pending  map[ring.NodeID]bool // targets that have not answered
-	acks     int                  // acknowledgements that count
-	spare    int                  // acknowledgements from targets outside Counted, not yet counted
-	fallback bool                 // a counted target failed or was slow: every ack counts
-	slowed   bool                 // the fallback came from OnSlow
-	replied  bool
+	counted  []ring.NodeID // the group's WritePlan.Counted
+	deferred []ring.NodeID // its WritePlan.Deferred not yet sent the write, none a target
+	acks     int           // acknowledgements that count
+	spare    int           // acknowledgements from targets outside counted, not yet counted
+	fallback bool          // a counted target failed or was slow: every ack counts
 }
 
 // StartWrite begins writing m at level to replicas under p, and returns the request and
 // its first effects. With fewer live replicas than the level needs it replies
 // ErrUnavailable at once and sends nothing.
 func StartWrite(m row.Mutation, level Level, replicas []Replica, p Policy) (*Write, []Effect) {
-	w := &Write{m: m, need: level.Required(len(replicas)), pending: map[ring.NodeID]bool{}}
-	if live(replicas) < w.need || w.need == 0 {
+	w := &Write{m: m, pending: map[ring.NodeID]bool{}}
+	w.one[0] = group{replicas: replicas, need: level.Required(len(replicas))}
+	w.groups = w.one[:]
+	g := &w.groups[0]
+	if live(replicas) < g.need || g.need == 0 {
 		w.replied = true
-		return w, []Effect{Reply{Err: unavailable(w.need, replicas, false)}}
+		return w, []Effect{Reply{Err: unavailable(g.need, replicas, false)}}
 	}
-	w.plan = p.PlanWrite(replicas, w.need)
+	w.plan = p.PlanWrite(replicas, g.need)
+	g.counted, g.deferred = w.plan.Counted, w.plan.Deferred
+	return w, w.send()
+}
+
+// StartWriteGroups begins writing m at level to several replica groups under p: each
+// group needs level.Required(len(group)) acknowledgements from its own members, a
+// replica in several groups counts in each, and the write succeeds once every group
+// has met its need. It replies ErrUnavailable at once, sending nothing, when any group
+// has fewer live replicas than it needs; ErrTimeout once some group can no longer meet
+// its need. A replica must be described alike in every group it is in.
+//
+// The policy plans each group on its own (which targets count from the start, which are
+// sent the write without waiting for them, which are deferred), and the plans are
+// joined: the targets are the union, each sent the write once, asynchronously only if
+// it counts in none of its groups from the start, so that a replica one group writes to
+// asynchronously (a read-optimized one under EngineAware) is waited for when another
+// group must count it (its synchronous replicas are fewer than its need). A replica is
+// deferred only if no group makes it a target. A counted target that fails, or OnSlow,
+// falls back the groups it concerns only: their acknowledgements all count from then on
+// and their deferred replicas are sent the write. With one group it is StartWrite.
+func StartWriteGroups(m row.Mutation, level Level, groups [][]Replica, p Policy) (*Write, []Effect) {
+	switch len(groups) {
+	case 0:
+		return StartWrite(m, level, nil, p)
+	case 1:
+		return StartWrite(m, level, groups[0], p)
+	}
+	w := &Write{m: m, pending: map[ring.NodeID]bool{}, groups: make([]group, len(groups))}
+	for i, replicas := range groups {
+		g := &w.groups[i]
+		g.replicas, g.need = replicas, level.Required(len(replicas))
+		if live(replicas) < g.need || g.need == 0 {
+			w.replied = true
+			return w, []Effect{Reply{Err: unavailableIn(g.need, replicas, false, fmt.Sprintf(" in replica group %d of %d", i+1, len(groups)))}}
+		}
+	}
+	for i := range w.groups {
+		g := &w.groups[i]
+		plan := p.PlanWrite(g.replicas, g.need)
+		g.counted, g.deferred = plan.Counted, plan.Deferred
+		w.plan.Targets = appendNew(w.plan.Targets, plan.Targets)
+		w.plan.Hinted = appendNew(w.plan.Hinted, plan.Hinted)
+	}
+	for i := range w.groups {
+		g := &w.groups[i]
+		g.deferred = slices.DeleteFunc(g.deferred, func(id ring.NodeID) bool { return slices.Contains(w.plan.Targets, id) })
+		w.plan.Deferred = appendNew(w.plan.Deferred, g.deferred)
+	}
+	return w, w.send()
+}
+
+// appendNew appends to dst the IDs of ids it does not hold yet.
+func appendNew(dst, ids []ring.NodeID) []ring.NodeID {
+	for _, id := range ids {
+		if !slices.Contains(dst, id) {
+			dst = append(dst, id)
+		}
+	}
+	return dst
+}
+
+// send returns the first effects of the plan: the writes to its targets and the hints.
+func (w *Write) send() []Effect {
 	var fx []Effect
 	for _, id := range w.plan.Targets {
 		w.pending[id] = true
-		fx = append(fx, SendWrite{To: id, Mutation: m, Async: !w.counts(id)})
+		fx = append(fx, SendWrite{To: id, Mutation: w.m, Async: !w.countsSomewhere(id)})
 	}
 	for _, id := range w.plan.Hinted {
-		fx = append(fx, StoreHint{For: id, Mutation: m})
+		fx = append(fx, StoreHint{For: id, Mutation: w.m})
 	}
 	for _, id := range w.plan.Deferred {
-		fx = append(fx, StoreHint{For: id, Mutation: m, Deferred: true})
+		fx = append(fx, StoreHint{For: id, Mutation: w.m, Deferred: true})
 	}
-	return w, fx
+	return fx
 }
 
-// counts reports whether id's acknowledgement counts now.
-func (w *Write) counts(id ring.NodeID) bool {
-	return w.fallback || w.plan.Counted == nil || slices.Contains(w.plan.Counted, id)
+// in reports whether id is a replica of g (always, with a single group: only its
+// replicas are targets).
+func (w *Write) in(g *group, id ring.NodeID) bool {
+	return len(w.groups) == 1 || slices.ContainsFunc(g.replicas, func(r Replica) bool { return r.ID == id })
+}
+
+// counts reports whether id's acknowledgement counts toward g now.
+func (g *group) counts(id ring.NodeID) bool {
+	return g.fallback || g.counted == nil || slices.Contains(g.counted, id)
+}
+
+// countsSomewhere reports whether id's acknowledgement counts now in a group it is in.
+func (w *Write) countsSomewhere(id ring.NodeID) bool {
+	for i := range w.groups {
+		if g := &w.groups[i]; w.in(g, id) && g.counts(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // OnResponse takes replica from's answer: nil for applied, an error for failed. A failed
@@ -62,10 +159,14 @@ func (w *Write) OnResponse(from ring.NodeID, err error) []Effect {
 	if err != nil {
 		return w.failed([]ring.NodeID{from})
 	}
-	if w.counts(from) {
-		w.acks++
-	} else {
-		w.spare++
+	for i := range w.groups {
+		switch g := &w.groups[i]; {
+		case !w.in(g, from):
+		case g.counts(from):
+			g.acks++
+		default:
+			g.spare++
+		}
 	}
 	return w.check()
 }
@@ -88,76 +189,137 @@ func (w *Write) OnTimeout() []Effect {
 	return fx
 }
 
-// failed hints the failed replicas and, when a counted one failed, lets every ack count.
+// failed hints the failed replicas and, in each group where a counted one failed, lets
+// every ack count.
 func (w *Write) failed(ids []ring.NodeID) []Effect {
 	var fx []Effect
 	for _, id := range ids {
 		if !slices.Contains(w.plan.Deferred, id) { // those were hinted from the start
 			fx = append(fx, StoreHint{For: id, Mutation: w.m})
 		}
-		if !w.fallback && w.plan.Counted != nil && slices.Contains(w.plan.Counted, id) {
-			fx = append(fx, w.fallBack()...)
+		for i := range w.groups {
+			if g := &w.groups[i]; !g.fallback && g.counted != nil && slices.Contains(g.counted, id) {
+				fx = append(fx, w.fallBack(g)...)
+			}
 		}
 	}
 	return append(fx, w.check()...)
 }
 
-// fallBack lets every acknowledgement count from now on, held-back ones included, and
-// sends the write to the deferred replicas (already hinted: the hint's replay will find
-// the write applied, which is harmless).
-func (w *Write) fallBack() []Effect {
-	w.fallback = true
-	w.acks += w.spare
-	w.spare = 0
-	if w.replied {
+// fallBack lets every acknowledgement count toward g from now on, held-back ones
+// included, and sends the write to g's deferred replicas (already hinted: the hint's
+// replay will find the write applied, which is harmless) unless g has met its need or
+// the write has replied. A replica sent the write is deferred in no other group: there it
+// is a target whose acknowledgement counts once that group falls back too.
+func (w *Write) fallBack(g *group) []Effect {
+	met := g.acks >= g.need
+	g.fallback = true
+	g.acks += g.spare
+	g.spare = 0
+	if w.replied || met {
 		return nil
 	}
 	var fx []Effect
-	for _, id := range w.plan.Deferred {
+	for _, id := range g.deferred {
 		w.pending[id] = true
 		fx = append(fx, SendWrite{To: id, Mutation: w.m})
+		for j := range w.groups {
+			if o := &w.groups[j]; o != g {
+				o.deferred = slices.DeleteFunc(o.deferred, func(d ring.NodeID) bool { return d == id })
+			}
+		}
 	}
 	return fx
 }
 
-// check replies once the write has enough acknowledgements, or can no longer get them.
+// check replies once every group has enough acknowledgements, or when one can no longer
+// get them.
 func (w *Write) check() []Effect {
 	if w.replied {
 		return nil
 	}
-	// Any pending target may still count: directly, or after a counted one fails and the
-	// write falls back to every acknowledgement (spare ones included).
-	possible := w.acks + w.spare + len(w.pending)
-	switch {
-	case w.acks >= w.need:
+	met := true
+	for i := range w.groups {
+		g := &w.groups[i]
+		if g.acks >= g.need {
+			continue
+		}
+		met = false
+		// Any pending target may still count: directly, or after a counted one fails and
+		// the group falls back to every acknowledgement (spare ones included).
+		if g.acks+g.spare+w.pendingIn(g) < g.need {
+			w.replied = true
+			return []Effect{Reply{Err: ErrTimeout}}
+		}
+	}
+	if met {
 		w.replied = true
 		return []Effect{Reply{}}
-	case possible < w.need:
-		w.replied = true
-		return []Effect{Reply{Err: ErrTimeout}}
 	}
 	return nil
 }
 
+// pendingIn counts g's targets that have not answered.
+func (w *Write) pendingIn(g *group) int {
+	if len(w.groups) == 1 {
+		return len(w.pending)
+	}
+	n := 0
+	for _, r := range g.replicas {
+		if w.pending[r.ID] {
+			n++
+		}
+	}
+	return n
+}
+
 // FellBack reports whether a counted target failed or was slow (OnSlow), so that every
 // acknowledgement counted from then on (the engine-aware write waiting for the
-// read-optimized replica).
-func (w *Write) FellBack() bool { return w.fallback }
+// read-optimized replica), in some group.
+func (w *Write) FellBack() bool {
+	for i := range w.groups {
+		if w.groups[i].fallback {
+			return true
+		}
+	}
+	return false
+}
 
 // WaitsForCounted reports whether only some targets count toward the level (the plan has
-// Counted), so that the driver should call OnSlow if they take too long.
-func (w *Write) WaitsForCounted() bool { return !w.replied && w.plan.Counted != nil && !w.fallback }
+// Counted) in a group that has not met its need yet, so that the driver should call
+// OnSlow if they take too long.
+func (w *Write) WaitsForCounted() bool {
+	if w.replied {
+		return false
+	}
+	for i := range w.groups {
+		if w.groups[i].waits() {
+			return true
+		}
+	}
+	return false
+}
+
+// waits reports whether g waits for its counted targets only.
+func (g *group) waits() bool { return g.counted != nil && !g.fallback && g.acks < g.need }
 
 // OnSlow takes the driver's decision that the counted targets are too slow (the paper's
 // timeout on a synchronous write): from then on every acknowledgement counts, as when a
-// counted target fails. Targets that have not answered stay pending and get no hint
-// unless they fail or time out.
+// counted target fails, in every group that still waits for its counted targets.
+// Targets that have not answered stay pending and get no hint unless they fail or time
+// out.
 func (w *Write) OnSlow() []Effect {
 	if !w.WaitsForCounted() {
 		return nil
 	}
 	w.slowed = true
-	return append(w.fallBack(), w.check()...)
+	var fx []Effect
+	for i := range w.groups {
+		if g := &w.groups[i]; g.waits() {
+			fx = append(fx, w.fallBack(g)...)
+		}
+	}
+	return append(fx, w.check()...)
 }
 
 // Slowed reports whether the write fell back because of OnSlow rather than a failure.
