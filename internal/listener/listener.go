@@ -1,7 +1,9 @@
 // Package listener opens a node's TCP listeners, for clients (RESP), for the admin HTTP
 // endpoints and for other nodes (the internode transport), in one place, so that what
 // every listener must do is done once: today the address and a clear error, later TLS.
-// Gossip binds its own sockets through memberlist.
+// Gossip binds its own sockets through memberlist. A Mux splits the internode listener
+// between the transport and the metadata log's Raft transport by each connection's first
+// byte, so that Raft needs no port of its own.
 package listener
 
 import (
