@@ -30,6 +30,8 @@ func (s *State) Apply(e Entry) error {
 		err = next.cancelChange(e)
 	case SetVoters:
 		err = next.setVoters(e)
+	case TransfersDone:
+		err = next.transfersDone(e)
 	default:
 		err = fmt.Errorf("%w: unknown entry %T", ErrInvalid, e)
 	}

@@ -83,7 +83,8 @@ func (s *State) startChange(e StartChange) error {
 		s.setState(r.Old, Leaving)
 	}
 	c := &Change{ID: e.ID, Leaves: slices.Clone(e.Leaves), Removes: slices.Clone(e.Removes),
-		Replaces: slices.Clone(e.Replaces), Target: target, Ranges: ranges, Transfers: slices.Clone(e.Transfers)}
+		Replaces: slices.Clone(e.Replaces), Target: target, Ranges: ranges, Transfers: slices.Clone(e.Transfers),
+		Done: make([]bool, len(e.Transfers))}
 	for _, j := range e.Joins {
 		c.Joins = append(c.Joins, j.ID)
 	}
@@ -298,9 +299,29 @@ func (s *State) cancelChange(e CancelChange) error {
 	if len(back) == 0 {
 		s.Change = nil
 	} else {
-		s.Change = &Change{ID: c.ID, Reverting: true, Target: s.currentTokens(), Ranges: back, Transfers: slices.Clone(e.Transfers)}
+		s.Change = &Change{ID: c.ID, Reverting: true, Target: s.currentTokens(), Ranges: back, Transfers: slices.Clone(e.Transfers),
+			Done: make([]bool, len(e.Transfers))}
 	}
 	s.Epoch++
+	return nil
+}
+
+func (s *State) transfersDone(e TransfersDone) error {
+	c, err := s.changeNamed(e.Change)
+	if err != nil {
+		return err
+	}
+	if len(e.Transfers) == 0 {
+		return fmt.Errorf("%w: no transfers", ErrInvalid)
+	}
+	for _, i := range e.Transfers {
+		if i < 0 || i >= len(c.Transfers) {
+			return fmt.Errorf("%w: change %d has no transfer %d (it has %d)", ErrInvalid, c.ID, i, len(c.Transfers))
+		}
+	}
+	for _, i := range e.Transfers {
+		c.Done[i] = true
+	}
 	return nil
 }
 

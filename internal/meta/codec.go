@@ -69,6 +69,9 @@ func Encode(e Entry) []byte {
 		b = appendIDs(b, e.Down)
 	case SetVoters:
 		b = appendIDs(b, e.Voters)
+	case TransfersDone:
+		b = binary.AppendUvarint(b, e.Change)
+		b = appendInts(b, e.Transfers)
 	}
 	return b
 }
@@ -83,6 +86,14 @@ func appendIDs(b []byte, ids []ring.NodeID) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
 		b = appendString(b, string(id))
+	}
+	return b
+}
+
+func appendInts(b []byte, vs []int) []byte {
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for _, v := range vs {
+		b = binary.AppendUvarint(b, uint64(v))
 	}
 	return b
 }
@@ -165,6 +176,8 @@ func Decode(b []byte) (Entry, error) {
 		e = CancelChange{Change: d.uvarint(1<<64 - 1), Transfers: d.transfers(), Down: d.ids()}
 	case kindSetVoters:
 		e = SetVoters{Voters: d.ids()}
+	case kindTransfersDone:
+		e = TransfersDone{Change: d.uvarint(1<<64 - 1), Transfers: d.ints()}
 	default:
 		return nil, fmt.Errorf("%w: unknown entry kind %d", ErrCorrupt, b[1])
 	}
@@ -193,8 +206,9 @@ func (d *decoder) startChange() StartChange {
 
 // decoder reads fields from b; after the first error every read returns a zero value.
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte // of an encoded State; entries have one version so far
 }
 
 func (d *decoder) fail(what string) {
@@ -264,6 +278,14 @@ func (d *decoder) ids() []ring.NodeID {
 	var out []ring.NodeID
 	for range d.count() {
 		out = append(out, ring.NodeID(d.string()))
+	}
+	return out
+}
+
+func (d *decoder) ints() []int {
+	var out []int
+	for range d.count() {
+		out = append(out, int(d.uvarint(maxItems)))
 	}
 	return out
 }

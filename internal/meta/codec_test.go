@@ -27,6 +27,7 @@ func sampleEntries() []Entry {
 		FinishChange{Change: 1<<64 - 1},
 		CancelChange{Change: 7, Transfers: []move.Transfer{tr}, Down: []ring.NodeID{"n1"}},
 		SetVoters{Voters: []ring.NodeID{"n1", "n2", "n4"}},
+		TransfersDone{Change: 7, Transfers: []int{0, 3, 1<<20 - 1}},
 	}
 }
 
@@ -98,6 +99,9 @@ func sampleState(t testing.TB) *State {
 	if err := env.s.Apply(sc); err != nil {
 		t.Fatal(err)
 	}
+	if err := env.s.Apply(TransfersDone{Change: 1, Transfers: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := env.s.Apply(RangesMoved{Change: 1, Ranges: []move.Range{env.s.Change.Ranges[0].Range}}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +122,28 @@ func TestStateDecodesToWhatWasEncoded(t *testing.T) {
 		if _, err := DecodeState(b[:n]); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("cut to %d of %d bytes: %v, want ErrCorrupt", n, len(b), err)
 		}
+	}
+}
+
+// A state saved by a build before done transfers were recorded (version 1: no Done list
+// after the transfers) decodes, with no transfer done.
+func TestStateReadsVersion1(t *testing.T) {
+	s := sampleState(t)
+	clear(s.Change.Done)
+	v2 := EncodeState(s)
+	if v2[len(v2)-1] != 0 {
+		t.Fatalf("a state with no done transfers should end with an empty list, ends with %d", v2[len(v2)-1])
+	}
+	v1 := append([]byte{1}, v2[1:len(v2)-1]...)
+	got, err := DecodeState(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if describe(got) != describe(s) || len(got.Change.Done) != len(s.Change.Transfers) {
+		t.Fatalf("version 1 decoded as\n%s\nwant\n%s", describe(got), describe(s))
+	}
+	if !bytes.Equal(EncodeState(got), v2) {
+		t.Fatal("a version 1 state re-encodes differently from the same state in version 2")
 	}
 }
 

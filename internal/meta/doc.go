@@ -12,11 +12,11 @@
 //
 // # What it decides
 //
-//   - Entries (Bootstrap, Register, StartChange, RangesMoved, FinishChange, CancelChange,
-//     SetVoters) and whether each is valid: State.Apply either applies one or refuses it
+//   - Entries (Bootstrap, Register, StartChange, TransfersDone, RangesMoved, FinishChange,
+//     CancelChange, SetVoters) and whether each is valid: State.Apply either applies one or refuses it
 //     with an error for the operator, changing nothing. Every accepted entry that changes
-//     placement increments the epoch exactly once (Register and SetVoters do not change
-//     it).
+//     placement increments the epoch exactly once (Register, SetVoters and TransfersDone do not
+//     change it).
 //   - Pending ranges. A StartChange records the target ring and cuts the token space, as
 //     move.Plan does, into the ranges whose replica set differs between the rings; each
 //     has an old and a new set. Until a range has moved (RangesMoved), writes go to both

@@ -26,6 +26,7 @@ const (
 	kindFinishChange
 	kindCancelChange
 	kindSetVoters
+	kindTransfersDone
 )
 
 // Bootstrap is the log's first entry: the placement every node uses and the first
@@ -110,6 +111,17 @@ type CancelChange struct {
 type SetVoters struct {
 	Voters []ring.NodeID
 }
+
+// TransfersDone records that transfers of the change in flight (indexes into its
+// Transfers) completed, durably, at their destinations, which report them. It changes no
+// placement: the epoch stays; the proposer moves a range (RangesMoved) once every
+// transfer into it is done. Reporting a transfer again is harmless.
+type TransfersDone struct {
+	Change    uint64
+	Transfers []int
+}
+
+func (TransfersDone) kind() kind { return kindTransfersDone }
 
 func (Bootstrap) kind() kind    { return kindBootstrap }
 func (Register) kind() kind     { return kindRegister }

@@ -389,7 +389,17 @@ func describeChange(c *Change) string {
 	if c.Reverting {
 		what = "reverting change"
 	}
-	fmt.Fprintf(&sb, "%s %d: %d transfers\n", what, c.ID, len(c.Transfers))
+	done := 0
+	for _, d := range c.Done {
+		if d {
+			done++
+		}
+	}
+	fmt.Fprintf(&sb, "%s %d: %d transfers", what, c.ID, len(c.Transfers))
+	if done > 0 {
+		fmt.Fprintf(&sb, ", %d done", done)
+	}
+	sb.WriteString("\n")
 	for i, r := range c.Ranges {
 		status := "pending"
 		if r.Moved {

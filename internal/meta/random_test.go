@@ -93,7 +93,7 @@ func TestRandomEntriesKeepInvariants(t *testing.T) {
 		}
 	}
 	t.Logf("accepted entries: %v", accepted)
-	for _, k := range []string{"meta.StartChange", "meta.RangesMoved", "meta.FinishChange", "meta.CancelChange", "meta.SetVoters", "meta.Register", "reverting"} {
+	for _, k := range []string{"meta.StartChange", "meta.RangesMoved", "meta.FinishChange", "meta.CancelChange", "meta.SetVoters", "meta.Register", "meta.TransfersDone", "reverting"} {
 		if accepted[k] == 0 && !testing.Short() {
 			t.Errorf("no %s was accepted: the generator does not reach it", k)
 		}
@@ -187,7 +187,7 @@ func rangesOf(s *State) []RangeState {
 
 func changesPlacement(e Entry) bool {
 	switch e.(type) {
-	case Register, SetVoters:
+	case Register, SetVoters, TransfersDone:
 		return false
 	}
 	return true
@@ -355,6 +355,19 @@ func (g *gen) entry(s *State) Entry {
 		return g.moved(s)
 	case n < 80:
 		return FinishChange{Change: g.changeID(s)}
+	case n < 84:
+		td := TransfersDone{Change: g.changeID(s)}
+		if s.Change != nil {
+			for i := range s.Change.Transfers {
+				if g.rng.IntN(3) == 0 {
+					td.Transfers = append(td.Transfers, i)
+				}
+			}
+			if g.rng.IntN(10) == 0 {
+				td.Transfers = append(td.Transfers, len(s.Change.Transfers))
+			}
+		}
+		return td
 	case n < 88:
 		cc := CancelChange{Change: g.changeID(s)}
 		if s.Change != nil {

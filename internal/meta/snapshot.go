@@ -8,7 +8,8 @@ import (
 
 // StateVersion is the version byte an encoded State starts with: the Raft driver's
 // snapshots and a node's saved copy of the metadata are States encoded by EncodeState.
-const StateVersion = 1
+// Version 2 adds the change's done transfers (Change.Done); DecodeState reads both.
+const StateVersion = 2
 
 // EncodeState returns s's bytes: StateVersion, then every field, so that DecodeState
 // gives back an equal State.
@@ -41,7 +42,14 @@ func EncodeState(s *State) []byte {
 		b = appendIDs(appendIDs(appendRange(b, r.Range), r.Old), r.New)
 		b = append(b, b2byte(r.Moved))
 	}
-	return appendTransfers(b, c.Transfers)
+	b = appendTransfers(b, c.Transfers)
+	var done []int
+	for i, d := range c.Done {
+		if d {
+			done = append(done, i)
+		}
+	}
+	return appendInts(b, done)
 }
 
 func appendUvarints(b []byte, vs ...uint64) []byte {
@@ -55,10 +63,10 @@ func appendUvarints(b []byte, vs ...uint64) []byte {
 // ErrCorrupt. It checks the encoding, not the State's consistency: a State comes from
 // this package's own EncodeState.
 func DecodeState(b []byte) (*State, error) {
-	if len(b) < 1 || b[0] != StateVersion {
-		return nil, fmt.Errorf("%w: not a version %d state", ErrCorrupt, StateVersion)
+	if len(b) < 1 || b[0] < 1 || b[0] > StateVersion {
+		return nil, fmt.Errorf("%w: not a version 1 to %d state", ErrCorrupt, StateVersion)
 	}
-	d := &decoder{b: b[1:]}
+	d := &decoder{b: b[1:], version: b[0]}
 	s := &State{Epoch: d.uvarint(1<<64 - 1), RF: int(d.uvarint(maxRF)), NextChange: d.uvarint(1<<64 - 1), Strategy: d.string()}
 	for range d.count() {
 		s.Members = append(s.Members, d.member())
@@ -93,5 +101,15 @@ func (d *decoder) change() *Change {
 		c.Ranges = append(c.Ranges, RangeState{Range: d.rng(), Old: d.ids(), New: d.ids(), Moved: d.flag()})
 	}
 	c.Transfers = d.transfers()
+	c.Done = make([]bool, len(c.Transfers))
+	if d.version >= 2 {
+		for _, i := range d.ints() {
+			if i >= len(c.Done) {
+				d.fail(fmt.Sprintf("done transfer %d of %d", i, len(c.Done)))
+				break
+			}
+			c.Done[i] = true
+		}
+	}
 	return c
 }

@@ -92,6 +92,9 @@ type Change struct {
 	Ranges []RangeState
 	// Transfers are the copies the proposer planned (move.Plan), as recorded.
 	Transfers []move.Transfer
+	// Done says which transfers completed, durably, at their destinations
+	// (TransfersDone), one flag per transfer.
+	Done []bool
 	// Reverting says the change was cancelled after some ranges had moved: it now moves
 	// those back to their old sets, and finishing it restores the ring before the change.
 	Reverting bool
@@ -137,6 +140,7 @@ func (s *State) Clone() *State {
 			c.Ranges[i].Old, c.Ranges[i].New = slices.Clone(c.Ranges[i].Old), slices.Clone(c.Ranges[i].New)
 		}
 		c.Transfers = slices.Clone(c.Transfers)
+		c.Done = slices.Clone(c.Done)
 		out.Change = &c
 	}
 	return &out

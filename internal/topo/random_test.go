@@ -14,9 +14,9 @@ import (
 )
 
 // TestRandomChangesRunToTheirEnd drives random changes (joins, decommissions, removals and
-// replacements, with random nodes down) the way the leader does: Plan, apply, then
-// report transfers done in random order and apply what Advance returns after each
-// report. Every entry Plan or Advance returns must be accepted, a range may move only
+// replacements, with random nodes down) the way the nodes do: Plan, apply, then
+// TransfersDone of random batches of transfers in random order, applying what Advance
+// returns after each. Every entry Plan or Advance returns must be accepted, a range may move only
 // when every transfer into it is done, and the change must finish with the ring Plan
 // targeted. Randomized; KURA_SEED repeats a run.
 func TestRandomChangesRunToTheirEnd(t *testing.T) {
@@ -49,13 +49,12 @@ func TestRandomChangesRunToTheirEnd(t *testing.T) {
 				t.Fatalf("%s: Plan's entry refused: %v", where, err)
 			}
 			target, _ := s.TargetRing()
-			done := map[int]bool{}
 			order := rng.Perm(len(sc.Transfers))
 			for step := 0; ; step++ {
-				en := Advance(s, func(i int) bool { return done[i] })
+				en := Advance(s)
 				if en != nil {
 					if rm, ok := en.(meta.RangesMoved); ok {
-						checkAllDone(t, where, s.Change, rm, done)
+						checkAllDone(t, where, s.Change, rm)
 					}
 					if err := s.Apply(en); err != nil {
 						t.Fatalf("%s: Advance's %T refused: %v", where, en, err)
@@ -68,8 +67,15 @@ func TestRandomChangesRunToTheirEnd(t *testing.T) {
 				if len(order) == 0 {
 					t.Fatalf("%s: every transfer done but Advance returns nothing", where)
 				}
-				done[order[0]] = true
-				order = order[1:]
+				n := 1 + rng.IntN(len(order))
+				var batch []int
+				for _, i := range order[:n] {
+					batch = append(batch, i)
+				}
+				order = order[n:]
+				if err := s.Apply(meta.TransfersDone{Change: s.Change.ID, Transfers: batch}); err != nil {
+					t.Fatalf("%s: TransfersDone refused: %v", where, err)
+				}
 			}
 			if s.Change != nil {
 				t.Fatalf("%s: change still in flight after finishing", where)
@@ -86,14 +92,14 @@ func TestRandomChangesRunToTheirEnd(t *testing.T) {
 	}
 }
 
-func checkAllDone(t *testing.T, where string, c *meta.Change, rm meta.RangesMoved, done map[int]bool) {
+func checkAllDone(t *testing.T, where string, c *meta.Change, rm meta.RangesMoved) {
 	t.Helper()
 	moving := map[move.Range]bool{}
 	for _, r := range rm.Ranges {
 		moving[r] = true
 	}
 	for i, tr := range c.Transfers {
-		if r := c.RangeOf(tr.Range); r >= 0 && moving[c.Ranges[r].Range] && !done[i] {
+		if r := c.RangeOf(tr.Range); r >= 0 && moving[c.Ranges[r].Range] && !c.Done[i] {
 			t.Fatalf("%s: range %s moved before transfer %d into it was done", where, c.Ranges[r].Range, i)
 		}
 	}

@@ -149,10 +149,9 @@ func Plan(s *meta.State, ops Ops, cfg Config, down map[ring.NodeID]bool, rng *ra
 
 // Advance returns the entry that moves the change in flight forward, or nil when there
 // is nothing to do yet: a RangesMoved of every range not moved yet all of whose
-// transfers are done (a range without transfers into it is done at once), else, when
-// every range has moved, the FinishChange. done reports whether transfer i of the change
-// (an index into Change.Transfers) completed, durably, at its destination.
-func Advance(s *meta.State, done func(i int) bool) meta.Entry {
+// transfers are done (recorded by TransfersDone; a range without transfers into it is
+// done at once), else, when every range has moved, the FinishChange.
+func Advance(s *meta.State) meta.Entry {
 	c := s.Change
 	if c == nil {
 		return nil
@@ -162,7 +161,7 @@ func Advance(s *meta.State, done func(i int) bool) meta.Entry {
 		ready[i] = !r.Moved
 	}
 	for i, tr := range c.Transfers {
-		if r := c.RangeOf(tr.Range); r >= 0 && !done(i) {
+		if r := c.RangeOf(tr.Range); r >= 0 && (i >= len(c.Done) || !c.Done[i]) {
 			ready[r] = false
 		}
 	}

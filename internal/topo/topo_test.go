@@ -20,24 +20,23 @@ import (
 // unit scales transcript tokens: "tokens=200" is token 200 × 10^16.
 const unit = 10_000_000_000_000_000
 
-// env is one transcript's cluster metadata and the transfers reported done. Commands:
+// env is one transcript's cluster metadata. Commands:
 //
 //	bootstrap rf=N placement=NAME      input: "<id> host=H rack=R [role=R] tokens=T,..."
 //	register id=ID host=H rack=R [role=R]
 //	plan [join=IDs] [leave=IDs] [remove=IDs] [replace=OLD:NEW,...] [down=IDs]
 //	     [level=L] [tokens=N] [alloc=balanced|random] [seed=S] [apply]
-//	done transfers=all|I,J,...|to=ID   transfers of the change in flight completed
+//	done transfers=all|I,J,...|to=ID   apply TransfersDone: transfers of the change completed
 //	advance [times=N]                  propose (apply) what Advance returns, N times
 //	joiners now=S window=S [first=ID:S,...] [down=IDs] [staged=IDs]
 //	state
 type env struct {
-	s    *meta.State
-	done map[int]bool
+	s *meta.State
 }
 
 func TestTopoTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		e := &env{s: &meta.State{}, done: map[int]bool{}}
+		e := &env{s: &meta.State{}}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := e.run(td)
 			if err != nil {
@@ -103,7 +102,7 @@ func (e *env) run(td *datadriven.TestData) (string, error) {
 		}
 		var sb strings.Builder
 		for range times {
-			en := Advance(e.s, func(i int) bool { return e.done[i] })
+			en := Advance(e.s)
 			if en == nil {
 				sb.WriteString("nothing to do\n")
 				break
@@ -164,7 +163,6 @@ func (e *env) plan(td *datadriven.TestData) (string, error) {
 	}
 	if _, ok := td.Arg("apply"); ok {
 		sb.WriteString(e.apply(sc))
-		clear(e.done)
 	}
 	return sb.String(), nil
 }
@@ -174,24 +172,25 @@ func (e *env) markDone(which, to string) (string, error) {
 	if c == nil {
 		return "", fmt.Errorf("no change in flight")
 	}
+	td := meta.TransfersDone{Change: c.ID}
 	for i, tr := range c.Transfers {
-		switch {
-		case which == "all", to != "" && tr.Destination == ring.NodeID(to):
-			e.done[i] = true
+		if which == "all" || to != "" && tr.Destination == ring.NodeID(to) {
+			td.Transfers = append(td.Transfers, i)
 		}
 	}
 	for _, f := range strings.Split(which, ",") {
 		if i, err := strconv.Atoi(f); err == nil {
-			e.done[i] = true
+			td.Transfers = append(td.Transfers, i)
 		}
 	}
+	out := e.apply(td)
 	var done []int
-	for i := range c.Transfers {
-		if e.done[i] {
+	for i, d := range e.s.Change.Done {
+		if d {
 			done = append(done, i)
 		}
 	}
-	return fmt.Sprintf("done: %v of %d\n", done, len(c.Transfers)), nil
+	return out + fmt.Sprintf("done: %v of %d\n", done, len(c.Transfers)), nil
 }
 
 func (e *env) joiners(td *datadriven.TestData) (string, error) {
