@@ -37,6 +37,29 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// One QUORUM write to a moving range: two groups of three sharing two replicas (one
+// replaced), every target acknowledging in the order sent.
+func BenchmarkWriteGroups(b *testing.B) {
+	pending := []Replica{benchTrio[0], benchTrio[1], {ID: "n4", Up: true, Role: ring.InMemory}}
+	groups := [][]Replica{benchTrio, pending}
+	for _, p := range []Policy{Uniform{}, EngineAware{}} {
+		b.Run("policy="+p.Name(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w, fx := StartWriteGroups(benchMutation, Quorum, groups, p)
+				for _, e := range fx {
+					if s, ok := e.(SendWrite); ok {
+						w.OnResponse(s.To, nil)
+					}
+				}
+				if !w.Done() {
+					b.Fatal("write not done")
+				}
+			}
+		})
+	}
+}
+
 // One QUORUM read over a replica set of three whose answers agree.
 func BenchmarkRead(b *testing.B) {
 	found := ReadResponse{Row: benchMutation.Row, Found: true}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
@@ -158,4 +159,12 @@ func checkGroupRun(run *groupRun, groups [][]Replica, level Level) error {
 		return fmt.Errorf("failed early (%v) though every group still had enough replicas", err)
 	}
 	return nil
+}
+
+// A write to one group fits the 192-byte allocation a write had before groups: the later
+// groups are allocated apart (Write's comment).
+func TestASingleGroupWriteKeepsItsAllocationSize(t *testing.T) {
+	if size := unsafe.Sizeof(Write{}); size > 192 {
+		t.Fatalf("a Write is %d bytes, over 192", size)
+	}
 }

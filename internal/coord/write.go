@@ -15,26 +15,35 @@ import (
 // A write goes to one replica group (StartWrite) or to several (StartWriteGroups: a
 // range that is moving is written to its current and its pending replica set). Each
 // group counts its own acknowledgements toward its own need at the level, and the write
-// succeeds once every group has met its need.
+// succeeds once every group has met its need. A single group's write is laid out to fit
+// the allocation size a write had before groups (192 bytes): the later groups are
+// allocated apart.
 type Write struct {
-	m       row.Mutation
-	plan    WritePlan            // Targets, Hinted and Deferred over every group
-	groups  []group              // one[:] for a single group
-	one     [1]group             // so that a single group costs no allocation of its own
-	pending map[ring.NodeID]bool // targets that have not answered
-	slowed  bool                 // a fallback came from OnSlow
-	replied bool
+	m        row.Mutation
+	targets  []ring.NodeID        // sent the write from the start, over every group
+	deferred []ring.NodeID        // hinted from the start instead (WritePlan.Deferred), over every group
+	pending  map[ring.NodeID]bool // targets that have not answered
+	first    group                // the first group's count: the only one's, usually
+	more     *moreGroups          // nil with a single group
+	slowed   bool                 // a fallback came from OnSlow
+	replied  bool
 }
 
 // group is one replica group's count toward the level.
 type group struct {
-	replicas []Replica
-	need     int
+	need     int32
+	acks     int32         // acknowledgements that count
+	spare    int32         // acknowledgements from targets outside counted, not yet counted
+	fallback bool          // a counted target failed or was slow: every ack counts
 	counted  []ring.NodeID // the group's WritePlan.Counted
 	deferred []ring.NodeID // its WritePlan.Deferred not yet sent the write, none a target
-	acks     int           // acknowledgements that count
-	spare    int           // acknowledgements from targets outside counted, not yet counted
-	fallback bool          // a counted target failed or was slow: every ack counts
+}
+
+// moreGroups are a write's groups after the first, and every group's replicas (the
+// first's included), which tell which groups an answer counts in.
+type moreGroups struct {
+	groups   []group
+	replicas [][]Replica
 }
 
 // StartWrite begins writing m at level to replicas under p, and returns the request and
@@ -42,16 +51,16 @@ type group struct {
 // ErrUnavailable at once and sends nothing.
 func StartWrite(m row.Mutation, level Level, replicas []Replica, p Policy) (*Write, []Effect) {
 	w := &Write{m: m, pending: map[ring.NodeID]bool{}}
-	w.one[0] = group{replicas: replicas, need: level.Required(len(replicas))}
-	w.groups = w.one[:]
-	g := &w.groups[0]
-	if live(replicas) < g.need || g.need == 0 {
+	need := level.Required(len(replicas))
+	w.first.need = int32(need)
+	if live(replicas) < need || need == 0 {
 		w.replied = true
-		return w, []Effect{Reply{Err: unavailable(g.need, replicas, false)}}
+		return w, []Effect{Reply{Err: unavailable(need, replicas, false)}}
 	}
-	w.plan = p.PlanWrite(replicas, g.need)
-	g.counted, g.deferred = w.plan.Counted, w.plan.Deferred
-	return w, w.send()
+	plan := p.PlanWrite(replicas, need)
+	w.targets, w.deferred = plan.Targets, plan.Deferred
+	w.first.counted, w.first.deferred = plan.Counted, plan.Deferred
+	return w, w.send(plan.Hinted)
 }
 
 // StartWriteGroups begins writing m at level to several replica groups under p: each
@@ -77,28 +86,29 @@ func StartWriteGroups(m row.Mutation, level Level, groups [][]Replica, p Policy)
 	case 1:
 		return StartWrite(m, level, groups[0], p)
 	}
-	w := &Write{m: m, pending: map[ring.NodeID]bool{}, groups: make([]group, len(groups))}
+	w := &Write{m: m, pending: map[ring.NodeID]bool{}, more: &moreGroups{groups: make([]group, len(groups)-1), replicas: groups}}
 	for i, replicas := range groups {
-		g := &w.groups[i]
-		g.replicas, g.need = replicas, level.Required(len(replicas))
-		if live(replicas) < g.need || g.need == 0 {
+		need := level.Required(len(replicas))
+		w.group(i).need = int32(need)
+		if live(replicas) < need || need == 0 {
 			w.replied = true
-			return w, []Effect{Reply{Err: unavailableIn(g.need, replicas, false, fmt.Sprintf(" in replica group %d of %d", i+1, len(groups)))}}
+			return w, []Effect{Reply{Err: unavailableIn(need, replicas, false, fmt.Sprintf(" in replica group %d of %d", i+1, len(groups)))}}
 		}
 	}
-	for i := range w.groups {
-		g := &w.groups[i]
-		plan := p.PlanWrite(g.replicas, g.need)
+	var hinted []ring.NodeID
+	for i, replicas := range groups {
+		g := w.group(i)
+		plan := p.PlanWrite(replicas, int(g.need))
 		g.counted, g.deferred = plan.Counted, plan.Deferred
-		w.plan.Targets = appendNew(w.plan.Targets, plan.Targets)
-		w.plan.Hinted = appendNew(w.plan.Hinted, plan.Hinted)
+		w.targets = appendNew(w.targets, plan.Targets)
+		hinted = appendNew(hinted, plan.Hinted)
 	}
-	for i := range w.groups {
-		g := &w.groups[i]
-		g.deferred = slices.DeleteFunc(g.deferred, func(id ring.NodeID) bool { return slices.Contains(w.plan.Targets, id) })
-		w.plan.Deferred = appendNew(w.plan.Deferred, g.deferred)
+	for i := range groups {
+		g := w.group(i)
+		g.deferred = slices.DeleteFunc(g.deferred, func(id ring.NodeID) bool { return slices.Contains(w.targets, id) })
+		w.deferred = appendNew(w.deferred, g.deferred)
 	}
-	return w, w.send()
+	return w, w.send(hinted)
 }
 
 // appendNew appends to dst the IDs of ids it does not hold yet.
@@ -111,26 +121,43 @@ func appendNew(dst, ids []ring.NodeID) []ring.NodeID {
 	return dst
 }
 
-// send returns the first effects of the plan: the writes to its targets and the hints.
-func (w *Write) send() []Effect {
+// send returns the first effects: the writes to the targets, the hints for hinted (down)
+// replicas and for deferred ones.
+func (w *Write) send(hinted []ring.NodeID) []Effect {
 	var fx []Effect
-	for _, id := range w.plan.Targets {
+	for _, id := range w.targets {
 		w.pending[id] = true
 		fx = append(fx, SendWrite{To: id, Mutation: w.m, Async: !w.countsSomewhere(id)})
 	}
-	for _, id := range w.plan.Hinted {
+	for _, id := range hinted {
 		fx = append(fx, StoreHint{For: id, Mutation: w.m})
 	}
-	for _, id := range w.plan.Deferred {
+	for _, id := range w.deferred {
 		fx = append(fx, StoreHint{For: id, Mutation: w.m, Deferred: true})
 	}
 	return fx
 }
 
-// in reports whether id is a replica of g (always, with a single group: only its
+// groups returns how many groups the write has.
+func (w *Write) groups() int {
+	if w.more == nil {
+		return 1
+	}
+	return 1 + len(w.more.groups)
+}
+
+// group returns group i.
+func (w *Write) group(i int) *group {
+	if i == 0 {
+		return &w.first
+	}
+	return &w.more.groups[i-1]
+}
+
+// in reports whether id is a replica of group i (always, with a single group: only its
 // replicas are targets).
-func (w *Write) in(g *group, id ring.NodeID) bool {
-	return len(w.groups) == 1 || slices.ContainsFunc(g.replicas, func(r Replica) bool { return r.ID == id })
+func (w *Write) in(i int, id ring.NodeID) bool {
+	return w.more == nil || slices.ContainsFunc(w.more.replicas[i], func(r Replica) bool { return r.ID == id })
 }
 
 // counts reports whether id's acknowledgement counts toward g now.
@@ -140,8 +167,8 @@ func (g *group) counts(id ring.NodeID) bool {
 
 // countsSomewhere reports whether id's acknowledgement counts now in a group it is in.
 func (w *Write) countsSomewhere(id ring.NodeID) bool {
-	for i := range w.groups {
-		if g := &w.groups[i]; w.in(g, id) && g.counts(id) {
+	for i := range w.groups() {
+		if w.in(i, id) && w.group(i).counts(id) {
 			return true
 		}
 	}
@@ -159,9 +186,9 @@ func (w *Write) OnResponse(from ring.NodeID, err error) []Effect {
 	if err != nil {
 		return w.failed([]ring.NodeID{from})
 	}
-	for i := range w.groups {
-		switch g := &w.groups[i]; {
-		case !w.in(g, from):
+	for i := range w.groups() {
+		switch g := w.group(i); {
+		case !w.in(i, from):
 		case g.counts(from):
 			g.acks++
 		default:
@@ -175,7 +202,7 @@ func (w *Write) OnResponse(from ring.NodeID, err error) []Effect {
 // gets a hint, and the client gets ErrTimeout unless the write already succeeded.
 func (w *Write) OnTimeout() []Effect {
 	var late []ring.NodeID
-	for _, id := range slices.Concat(w.plan.Targets, w.plan.Deferred) {
+	for _, id := range slices.Concat(w.targets, w.deferred) {
 		if w.pending[id] {
 			late = append(late, id)
 			delete(w.pending, id)
@@ -194,11 +221,11 @@ func (w *Write) OnTimeout() []Effect {
 func (w *Write) failed(ids []ring.NodeID) []Effect {
 	var fx []Effect
 	for _, id := range ids {
-		if !slices.Contains(w.plan.Deferred, id) { // those were hinted from the start
+		if !slices.Contains(w.deferred, id) { // those were hinted from the start
 			fx = append(fx, StoreHint{For: id, Mutation: w.m})
 		}
-		for i := range w.groups {
-			if g := &w.groups[i]; !g.fallback && g.counted != nil && slices.Contains(g.counted, id) {
+		for i := range w.groups() {
+			if g := w.group(i); !g.fallback && g.counted != nil && slices.Contains(g.counted, id) {
 				fx = append(fx, w.fallBack(g)...)
 			}
 		}
@@ -223,8 +250,8 @@ func (w *Write) fallBack(g *group) []Effect {
 	for _, id := range g.deferred {
 		w.pending[id] = true
 		fx = append(fx, SendWrite{To: id, Mutation: w.m})
-		for j := range w.groups {
-			if o := &w.groups[j]; o != g {
+		for j := range w.groups() {
+			if o := w.group(j); o != g {
 				o.deferred = slices.DeleteFunc(o.deferred, func(d ring.NodeID) bool { return d == id })
 			}
 		}
@@ -239,15 +266,15 @@ func (w *Write) check() []Effect {
 		return nil
 	}
 	met := true
-	for i := range w.groups {
-		g := &w.groups[i]
+	for i := range w.groups() {
+		g := w.group(i)
 		if g.acks >= g.need {
 			continue
 		}
 		met = false
 		// Any pending target may still count: directly, or after a counted one fails and
 		// the group falls back to every acknowledgement (spare ones included).
-		if g.acks+g.spare+w.pendingIn(g) < g.need {
+		if g.acks+g.spare+w.pendingIn(i) < g.need {
 			w.replied = true
 			return []Effect{Reply{Err: ErrTimeout}}
 		}
@@ -259,13 +286,13 @@ func (w *Write) check() []Effect {
 	return nil
 }
 
-// pendingIn counts g's targets that have not answered.
-func (w *Write) pendingIn(g *group) int {
-	if len(w.groups) == 1 {
-		return len(w.pending)
+// pendingIn counts group i's targets that have not answered.
+func (w *Write) pendingIn(i int) int32 {
+	if w.more == nil {
+		return int32(len(w.pending))
 	}
-	n := 0
-	for _, r := range g.replicas {
+	n := int32(0)
+	for _, r := range w.more.replicas[i] {
 		if w.pending[r.ID] {
 			n++
 		}
@@ -277,8 +304,8 @@ func (w *Write) pendingIn(g *group) int {
 // acknowledgement counted from then on (the engine-aware write waiting for the
 // read-optimized replica), in some group.
 func (w *Write) FellBack() bool {
-	for i := range w.groups {
-		if w.groups[i].fallback {
+	for i := range w.groups() {
+		if w.group(i).fallback {
 			return true
 		}
 	}
@@ -292,8 +319,8 @@ func (w *Write) WaitsForCounted() bool {
 	if w.replied {
 		return false
 	}
-	for i := range w.groups {
-		if w.groups[i].waits() {
+	for i := range w.groups() {
+		if w.group(i).waits() {
 			return true
 		}
 	}
@@ -314,8 +341,8 @@ func (w *Write) OnSlow() []Effect {
 	}
 	w.slowed = true
 	var fx []Effect
-	for i := range w.groups {
-		if g := &w.groups[i]; g.waits() {
+	for i := range w.groups() {
+		if g := w.group(i); g.waits() {
 			fx = append(fx, w.fallBack(g)...)
 		}
 	}
