@@ -68,6 +68,24 @@ func (p *Placement) ReadSet(t ring.Token) []ring.NodeID {
 	return p.WriteGroups(t)[0]
 }
 
+// RangeEnds returns, in token order, the last tokens of the ranges over which
+// WriteGroups and ReadSet give the same sets: range i holds the tokens after
+// RangeEnds[i-1] up to RangeEnds[i], the first wrapping from the last. They are the
+// current ring's range ends and the ends of the change's ranges and of the ranges before
+// them, so that a coordinator computes each range's sets once (machine.Placement). The
+// slice is the caller's.
+func (p *Placement) RangeEnds() []ring.Token {
+	ends := make([]ring.Token, 0, p.Ring.RangeCount()+2*len(p.ranges))
+	for i := range p.Ring.RangeCount() {
+		ends = append(ends, p.Ring.RangeEnd(i))
+	}
+	for _, r := range p.ranges {
+		ends = append(ends, r.Range.Start, r.Range.End)
+	}
+	slices.Sort(ends)
+	return slices.Compact(ends)
+}
+
 // Moving returns the ranges of the change in flight, in token order, with their old and
 // new sets and whether each has moved. The caller must not modify them.
 func (p *Placement) Moving() []RangeState { return p.ranges }
