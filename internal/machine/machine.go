@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,7 +73,8 @@ type Metrics interface {
 }
 
 // Node is one node's cluster behaviour. Create it with New, give it the membership view
-// with SetView, then start requests with StartWrite and StartRead.
+// with SetView (and, once the cluster metadata places keys, the placement with
+// SetPlacement), then start requests with StartWrite and StartRead.
 type Node struct {
 	cfg     Config
 	metrics Metrics
@@ -83,7 +85,8 @@ type Node struct {
 	pacer     *route.Pacer         // asynchronous writes' paces
 	retries   route.RetryBudget    // retries of late reads
 
-	view atomic.Pointer[view] // replaced whole by SetView
+	view  atomic.Pointer[view] // replaced whole by SetView and SetPlacement
+	setMu sync.Mutex           // orders SetView and SetPlacement, each of which copies the other's part
 
 	slowLog      slowLog
 	announcement announcement
@@ -109,16 +112,32 @@ func New(cfg Config) *Node {
 	return n
 }
 
-// view is a snapshot of the membership for the request path.
+// view is a snapshot of the membership and the placement for the request path.
 type view struct {
-	ring    *ring.Ring // nil until some member owns tokens
+	ring    *ring.Ring // gossip's: nil until some member owns tokens
 	members map[ring.NodeID]cluster.Member
-	// sets caches the replica set of each ring range (ring.RangeIndex), computed on first
-	// use rather than for every range whenever the view changes (liveness, load).
-	sets []atomic.Pointer[[]coord.Replica]
+	// placed is the placement given by SetPlacement, nil while keys are placed by the
+	// gossip ring and the configured strategy.
+	placed *placed
+	// index is the ring whose ranges the replica sets are cached by: ring, or placed's
+	// ranges; nil when neither places anything.
+	index *ring.Ring
+	// sets caches the replica sets of each range of index (ring.RangeIndex), computed on
+	// first use rather than for every range whenever the view changes (liveness, load).
+	sets []atomic.Pointer[rangeSets]
 	// behind holds the replicas that some other live member announced hints for
 	// (cluster.Member.Behind).
 	behind map[ring.NodeID]bool
+}
+
+// rangeSets are one range's replica sets with the failure detector's opinion of each,
+// this node first in each when it is a replica.
+type rangeSets struct {
+	read []coord.Replica // the current set: reads, and writes outside a move
+	// While the range moves (a placement's WriteGroups gives several groups): the
+	// groups, and every replica of them once, in the order of the groups.
+	groups [][]coord.Replica
+	all    []coord.Replica
 }
 
 // SetView replaces the membership view: members as gossip has them (with the failure
@@ -127,13 +146,24 @@ type view struct {
 // the calls: a driver that learns of changes on several goroutines must order its reads
 // of the membership and its calls together.
 func (n *Node) SetView(members []cluster.Member, r *ring.Ring) {
-	v := &view{members: make(map[ring.NodeID]cluster.Member, len(members)), ring: r}
+	n.setMu.Lock()
+	defer n.setMu.Unlock()
+	v := &view{members: make(map[ring.NodeID]cluster.Member, len(members)), ring: r, placed: n.view.Load().placed}
 	for _, m := range members {
 		v.members[m.ID] = m
 	}
 	v.behind = behindSet(v.members, n.cfg.Self)
-	if r != nil {
-		v.sets = make([]atomic.Pointer[[]coord.Replica], r.RangeCount())
+	n.store(v)
+}
+
+// store makes v the view, with an empty cache of replica sets over its index.
+func (n *Node) store(v *view) {
+	v.index = v.ring
+	if v.placed != nil {
+		v.index = v.placed.ranges
+	}
+	if v.index != nil {
+		v.sets = make([]atomic.Pointer[rangeSets], v.index.RangeCount())
 	}
 	n.view.Store(v)
 }
@@ -186,32 +216,50 @@ func (n *Node) Lagging(id ring.NodeID) bool {
 }
 
 // Replicas returns key's replica set with the failure detector's opinion of each, this
-// node first when it is one of them (its own copy answers without a network round trip).
-// The caller must not modify it.
+// node first when it is one of them (its own copy answers without a network round trip):
+// the placement's read set (SetPlacement), else the gossip ring's. The caller must not
+// modify it.
 func (n *Node) Replicas(key []byte) []coord.Replica {
-	v := n.view.Load()
-	if v.ring == nil {
+	if s := n.rangeSetsOf(n.view.Load(), ring.TokenOf(key)); s != nil {
+		return s.read
+	}
+	return nil
+}
+
+// rangeSetsOf returns the replica sets of token t's range in v, nil when nothing places
+// keys yet.
+func (n *Node) rangeSetsOf(v *view, t ring.Token) *rangeSets {
+	if v.index == nil {
 		return nil
 	}
-	i := v.ring.RangeIndex(ring.TokenOf(key))
-	if set := v.sets[i].Load(); set != nil {
-		return *set
+	return n.rangeSetsAt(v, v.index.RangeIndex(t))
+}
+
+// rangeSetsAt returns the replica sets of range i of v's index, from the cache.
+func (n *Node) rangeSetsAt(v *view, i int) *rangeSets {
+	if s := v.sets[i].Load(); s != nil {
+		return s
 	}
-	set := n.replicaSet(v, v.ring.RangeEnd(i))
-	v.sets[i].Store(&set) // a racing request may store an equal set: either is right
-	return set
+	s := n.computeSets(v, v.index.RangeEnd(i))
+	v.sets[i].Store(s) // a racing request may store equal sets: either is right
+	return s
 }
 
 // Leaders returns the replicas of key that may lead it (run its read-modify-write
-// commands, see resp.Leader), in the order a coordinator tries them: ring order, so that
-// every coordinator picks the same leader; live replicas only, refilling ones (which lost
-// rows) last.
+// commands, see resp.Leader), in the order a coordinator tries them: ring order (with a
+// placement, its read set's order), so that every coordinator picks the same leader; live
+// replicas only, refilling ones (which lost rows) last.
 func (n *Node) Leaders(key []byte) []ring.NodeID {
 	v := n.view.Load()
-	if v.ring == nil {
+	var ids []ring.NodeID
+	switch t := ring.TokenOf(key); {
+	case v.placed != nil:
+		ids = v.placed.p.ReadSet(t)
+	case v.ring == nil:
 		return nil
+	default:
+		ids = n.cfg.Strategy.Replicas(v.ring, v.ring.RangeEnd(v.ring.RangeIndex(t)), n.cfg.ReplicationFactor)
 	}
-	ids := n.cfg.Strategy.Replicas(v.ring, v.ring.RangeEnd(v.ring.RangeIndex(ring.TokenOf(key))), n.cfg.ReplicationFactor)
 	out := make([]ring.NodeID, 0, len(ids))
 	var refilling []ring.NodeID
 	for _, id := range ids {
@@ -230,9 +278,18 @@ func (n *Node) Leaders(key []byte) []ring.NodeID {
 // Timeout is the bound of every request (Config.Timeout).
 func (n *Node) Timeout() time.Duration { return n.cfg.Timeout }
 
-// replicaSet computes the replica set of token t in v.
-func (n *Node) replicaSet(v *view, t ring.Token) []coord.Replica {
-	ids := n.cfg.Strategy.Replicas(v.ring, t, n.cfg.ReplicationFactor)
+// computeSets computes the replica sets of token t in v: the placement's, else the
+// gossip ring's.
+func (n *Node) computeSets(v *view, t ring.Token) *rangeSets {
+	if v.placed != nil {
+		return n.placedSets(v, t)
+	}
+	return &rangeSets{read: n.decorate(v, n.cfg.Strategy.Replicas(v.ring, t, n.cfg.ReplicationFactor))}
+}
+
+// decorate returns ids as replicas with the failure detector's opinion and the role of
+// each, this node first.
+func (n *Node) decorate(v *view, ids []ring.NodeID) []coord.Replica {
 	out := make([]coord.Replica, 0, len(ids))
 	for _, id := range ids {
 		m := v.members[id]

@@ -11,6 +11,8 @@ import (
 // RingView is one view's ring and replica sets, for requests that visit many token
 // ranges one after another (a scan's pages): each page is placed by the view it started
 // with, and a scan picks up the newest view at its next page. The zero value has no ring.
+// With a placement (SetPlacement) its ranges are the placement's and its replica sets
+// the placement's read sets.
 type RingView struct {
 	n *Node
 	v *view
@@ -19,25 +21,20 @@ type RingView struct {
 // RingView returns the current view's ring and replica sets.
 func (n *Node) RingView() RingView { return RingView{n: n, v: n.view.Load()} }
 
-// Ring is the view's ring, nil while no member owns tokens.
+// Ring is the ring whose ranges Replicas takes: the view's ring, nil while no member
+// owns tokens; with a placement, a ring of its ranges (Placement.RangeEnds), for its
+// ranges only (its one node, "placement", owns none of them).
 func (rv RingView) Ring() *ring.Ring {
 	if rv.v == nil {
 		return nil
 	}
-	return rv.v.ring
+	return rv.v.index
 }
 
 // Replicas returns the replica set of the ring's range i (ring.RangeIndex), as Replicas
 // returns a key's: the failure detector's opinion of each, this node first when it is
 // one. The caller must not modify it.
-func (rv RingView) Replicas(i int) []coord.Replica {
-	if set := rv.v.sets[i].Load(); set != nil {
-		return *set
-	}
-	set := rv.n.replicaSet(rv.v, rv.v.ring.RangeEnd(i))
-	rv.v.sets[i].Store(&set) // a racing request may store an equal set: either is right
-	return set
-}
+func (rv RingView) Replicas(i int) []coord.Replica { return rv.n.rangeSetsAt(rv.v, i).read }
 
 // SameReplicas reports whether ranges i and j have the same replicas, in any order.
 func (rv RingView) SameReplicas(i, j int) bool {

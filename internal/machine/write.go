@@ -27,25 +27,54 @@ type WriteOp struct {
 // StartWrite begins coordinating m at level, at now, in op, which the caller owns (so that
 // a driver can reuse ops) and must not touch until the op is Done. op's previous state,
 // if any, is discarded.
+//
+// A key whose range is moving (SetPlacement) is written to its current and its pending
+// replica sets and acknowledged once the level is met in each (coord.StartWriteGroups);
+// either set's down replicas get hints.
 func (n *Node) StartWrite(op *WriteOp, now time.Time, m row.Mutation, level coord.Level) Ready {
-	replicas := n.Replicas(m.Key)
-	if n.pacer != nil {
-		replicas = n.pacer.Annotate(replicas, now)
+	var (
+		w        *coord.Write
+		fx       []coord.Effect
+		replicas []coord.Replica
+	)
+	s := n.rangeSetsOf(n.view.Load(), ring.TokenOf(m.Key))
+	if s != nil && s.groups != nil {
+		replicas = s.all
+		w, fx = coord.StartWriteGroups(m, level, n.annotateGroups(s.groups, now), n.cfg.Policy)
+	} else {
+		if s != nil {
+			replicas = s.read
+		}
+		if n.pacer != nil {
+			replicas = n.pacer.Annotate(replicas, now)
+		}
+		w, fx = coord.StartWrite(m, level, replicas, n.cfg.Policy)
 	}
 	if n.load != nil {
 		n.load.Wrote(m.Key, now)
 	}
-	*op = WriteOp{n: n, replicas: replicas, start: now, deadline: now.Add(n.cfg.Timeout)}
+	*op = WriteOp{n: n, w: w, replicas: replicas, start: now, deadline: now.Add(n.cfg.Timeout)}
 	if n.cfg.SlowWriteAfter > 0 {
 		op.trace = &writeTrace{start: now}
 	}
-	w, fx := coord.StartWrite(m, level, replicas, n.cfg.Policy)
-	op.w = w
 	r := op.ready(now, fx)
 	if !r.Replied && n.cfg.WriteSlowAfter > 0 && w.WaitsForCounted() {
 		op.slowAt = now.Add(n.cfg.WriteSlowAfter)
 	}
 	return r
+}
+
+// annotateGroups returns groups with the pacer's Backlogged marks (a copy when it marks
+// any).
+func (n *Node) annotateGroups(groups [][]coord.Replica, now time.Time) [][]coord.Replica {
+	if n.pacer == nil {
+		return groups
+	}
+	out := make([][]coord.Replica, len(groups))
+	for i, g := range groups {
+		out[i] = n.pacer.Annotate(g, now)
+	}
+	return out
 }
 
 // Answer takes replica from's answer (nil: applied), which came at at.
