@@ -8,6 +8,7 @@ import (
 
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/meta"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -63,8 +64,9 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
-func benchWrites(b *testing.B, n *Node) {
-	keys := benchKeys()
+func benchWrites(b *testing.B, n *Node) { benchWritesOf(b, n, benchKeys()) }
+
+func benchWritesOf(b *testing.B, n *Node, keys [][]byte) {
 	var op WriteOp
 	i := 0
 	b.ReportAllocs()
@@ -92,8 +94,9 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-func benchReads(b *testing.B, n *Node) {
-	keys := benchKeys()
+func benchReads(b *testing.B, n *Node) { benchReadsOf(b, n, benchKeys()) }
+
+func benchReadsOf(b *testing.B, n *Node, keys [][]byte) {
 	stored := row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte("v"), Timestamp: 1}}}
 	found := coord.ReadResponse{Row: stored, Found: true}
 	digest := coord.ReadResponse{Digest: row.Digest(stored, true)}
@@ -115,5 +118,60 @@ func benchReads(b *testing.B, n *Node) {
 		if !replied {
 			b.Fatal("read did not reply")
 		}
+	}
+}
+
+// benchPlaced is benchNode(policy) placed by the cluster metadata while a seventh node
+// joins (a change in flight, no range moved yet), and benchKeys split by whether their
+// range moves.
+func benchPlaced(b *testing.B, policy coord.Policy) (n *Node, still, moving [][]byte) {
+	n = benchNode(policy)
+	members, r := benchCluster()
+	var metaMembers []meta.Member
+	taken := map[ring.Token]bool{}
+	for _, m := range members {
+		metaMembers = append(metaMembers, meta.Member{ID: m.ID, Host: m.Host, Role: m.Role, Addr: string(m.ID), Tokens: m.Tokens})
+		for _, t := range m.Tokens {
+			taken[t] = true
+		}
+	}
+	c := bootstrapMeta(b, "simple", 3, metaMembers)
+	joiner := meta.Member{ID: "n7", Host: "h7", Role: ring.WriteOptimized, Addr: "n7",
+		Tokens: ring.RandomTokens(rand.New(rand.NewPCG(3, 4)), 16, taken)}
+	c.start(1, []meta.Member{joiner}, nil)
+	members = append(members, cluster.Member{ID: "n7", Host: "h7", Role: ring.WriteOptimized, Up: true, Status: cluster.Normal})
+	n.SetView(members, r)
+	p := c.placement()
+	if err := n.SetPlacement(c.s.Epoch, p); err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range benchKeys() {
+		if len(p.WriteGroups(ring.TokenOf(k))) > 1 {
+			moving = append(moving, k)
+		} else {
+			still = append(still, k)
+		}
+	}
+	return n, still, moving
+}
+
+// The write path under a placement with a change in flight: keys whose range does not
+// move (which must cost what they cost without a placement) and keys whose range moves
+// (two replica groups).
+func BenchmarkWritePlaced(b *testing.B) {
+	for _, p := range []coord.Policy{coord.Uniform{}, coord.EngineAware{}} {
+		n, still, moving := benchPlaced(b, p)
+		b.Run("policy="+p.Name()+"/ranges=still", func(b *testing.B) { benchWritesOf(b, n, still) })
+		b.Run("policy="+p.Name()+"/ranges=moving", func(b *testing.B) { benchWritesOf(b, n, moving) })
+	}
+}
+
+// The read path under a placement with a change in flight, keys whose range does not
+// move and keys whose range moves (read from the current set alone either way).
+func BenchmarkReadPlaced(b *testing.B) {
+	for _, p := range []coord.Policy{coord.Uniform{}, coord.EngineAware{}} {
+		n, still, moving := benchPlaced(b, p)
+		b.Run("policy="+p.Name()+"/ranges=still", func(b *testing.B) { benchReadsOf(b, n, still) })
+		b.Run("policy="+p.Name()+"/ranges=moving", func(b *testing.B) { benchReadsOf(b, n, moving) })
 	}
 }
