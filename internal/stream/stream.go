@@ -1,13 +1,9 @@
-// Package stream copies rows between replicas: it carries out the transfers that package
-// move plans, over the internode transport's scan request. It is a driver: what to copy,
-// from whom and in what order comes from the plan; this package pages, applies and
-// retries.
 package stream
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kuradb/kura/internal/ring"
@@ -16,17 +12,23 @@ import (
 )
 
 // Caller sends an internode request and waits for its answer (*transport.Client does).
+// It must be safe for concurrent use; the response belongs to the caller of Call.
 type Caller interface {
 	Call(ctx context.Context, method uint16, payload []byte) ([]byte, error)
 }
 
 // Sink takes the rows pulled (*replica.Handler does: it merges them in as writes are, so
-// rows pulled while new writes arrive lose nothing).
+// rows pulled while new writes arrive lose nothing). Write may be called by several
+// transfers at once; the rows are valid only until it returns (engines copy what they
+// keep). What "applied" means for durability on return is the sink's: see Config.Sync.
 type Sink interface {
 	Write(rows []row.Mutation) error
 }
 
-// Puller copies key ranges from other replicas into a sink.
+// Puller copies key ranges from other replicas into a sink: a refill's copy (package
+// node, refill.go), which has no progress to keep (a refilling in-memory node starts
+// empty) and is not paced by the limits of membership changes' streams. Its pages are
+// checked as a Streamer's are, and it speaks to sources of both scan versions.
 type Puller struct {
 	// Source returns the caller for a replica.
 	Source func(id ring.NodeID) (Caller, error)
@@ -41,6 +43,9 @@ type Puller struct {
 	// Retry is how long to wait before asking a source that failed again.
 	Retry  time.Duration
 	Logger *slog.Logger
+
+	once  sync.Once
+	pager *pager
 }
 
 // Pull copies kr from src, page by page, retrying a failed page until it succeeds, src
@@ -72,20 +77,10 @@ func (p *Puller) Pull(src ring.NodeID, kr ring.KeyRange, stop <-chan struct{}) (
 
 // page asks src for the page of rows from lo and applies it to the sink.
 func (p *Puller) page(src ring.NodeID, lo, hi []byte) (int, []byte, error) {
-	c, err := p.Source(src)
+	p.once.Do(func() { p.pager = newPager(p.Source, p.Timeout) })
+	resp, _, err := p.pager.fetch(context.Background(), src, wire.ScanRequest{Lo: lo, Hi: hi, Rows: p.PageRows, Bytes: p.PageBytes})
 	if err != nil {
 		return 0, nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
-	defer cancel()
-	b, err := c.Call(ctx, wire.MethodScan, wire.AppendScanRequest(nil, &wire.ScanRequest{
-		Lo: lo, Hi: hi, Rows: p.PageRows, Bytes: p.PageBytes, Version: wire.Version}))
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := wire.DecodeScanResponse(b)
-	if err != nil {
-		return 0, nil, fmt.Errorf("stream: scan response: %w", err)
 	}
 	if len(resp.Rows) > 0 {
 		if err := p.Sink.Write(resp.Rows); err != nil {
