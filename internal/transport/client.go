@@ -48,6 +48,24 @@ type ClientConfig struct {
 	// then provably that far ahead (or this one's that far behind), and one wrong clock
 	// must not drag every node's timestamps with it. 0 observes every stamp.
 	MaxClockAhead time.Duration
+	// Epoch returns the node's ring epoch, which every request carries (frame version 2),
+	// read as the request goes to the socket. 0 says the node knows none. It runs on the
+	// connection's writer once per frame, so it must be fast (an atomic load), safe for
+	// concurrent use, and never decrease. Nil: requests carry epoch 0, which a server
+	// serves as a peer's that predates epochs.
+	//
+	// The stamp is the node's epoch when the request is written, which may be newer than
+	// the one the request was planned under (the transport does not know plans): a
+	// replica refuses a request older than its ring, and a coordinator that caught up
+	// between planning and sending notices that itself, by comparing its plan's epoch
+	// with Epoch's when the answers come.
+	Epoch func() uint64
+	// ObserveEpoch is given the epoch of every response (error responses and the hello's
+	// answer included) that is above Epoch's, before the call it answers returns. It runs
+	// on the connection's reader, once per such frame until Epoch catches up, so it must
+	// be cheap and must not block: a node's records the largest epoch seen and pokes the
+	// goroutine that catches up. It is never given 0. Nil: epochs received are ignored.
+	ObserveEpoch func(epoch uint64)
 	// MaxVersion is the newest frame version the client speaks: 0 means Version; 1 makes
 	// it speak as a client that predates version 2 (no hello, no stamps), which tests of
 	// mixed-version clusters use.
@@ -247,7 +265,8 @@ func (c *Client) dial(done chan struct{}) {
 	nc, err := c.cfg.Dial(ctx, "tcp", c.addr)
 	var version byte
 	var dec *Decoder
-	rcv := &receiver{clock: c.cfg.Clock, maxAhead: c.cfg.MaxClockAhead, est: &c.offset}
+	rcv := &receiver{clock: c.cfg.Clock, maxAhead: c.cfg.MaxClockAhead, est: &c.offset,
+		epoch: c.cfg.Epoch, observeEpoch: c.cfg.ObserveEpoch}
 	if err == nil {
 		if version, dec, err = c.hello(ctx, nc, rcv); err != nil {
 			nc.Close()

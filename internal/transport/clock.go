@@ -107,18 +107,28 @@ func (e *offsetEstimate) get() (Offset, bool) {
 // est is not nil (a client's, timing its peer), becomes an offset sample. Zero stamps (a
 // version 1 frame, or a peer with nothing to say) are neither. The frames a peer writes
 // together share one wall stamp, so the receipt time is read, and the sample taken, once
-// per such batch: the clock is not read for every frame.
+// per such batch: the clock is not read for every frame. The epoch stamp goes to
+// receivedEpoch (epoch.go).
 type receiver struct {
-	clock     Clock // nil: stamps are ignored
-	maxAhead  time.Duration
-	est       *offsetEstimate // nil on a server, which does not know who its peer is
-	wall, now int64           // the latest batch's wall stamp, and when its first frame was read
+	clock        Clock // nil: clock and wall stamps are ignored
+	maxAhead     time.Duration
+	est          *offsetEstimate // nil on a server, which does not know who its peer is
+	wall, now    int64           // the latest batch's wall stamp, and when its first frame was read
+	epoch        func() uint64   // the node's epoch (nil: 0)
+	observeEpoch func(uint64)    // nil: epochs are not observed
 }
 
-func (r *receiver) received(f *Frame) {
-	if r.clock == nil {
-		return
+// received takes f's stamps. It returns the node's epoch, or 0 if f carries none (see
+// receivedEpoch).
+func (r *receiver) received(f *Frame) uint64 {
+	epoch := r.receivedEpoch(f)
+	if r.clock != nil {
+		r.receivedClock(f)
 	}
+	return epoch
+}
+
+func (r *receiver) receivedClock(f *Frame) {
 	if f.Wall > 0 && f.Wall != r.wall && (r.est != nil || r.maxAhead > 0) {
 		r.wall, r.now = f.Wall, r.clock.Physical()
 		if r.est != nil {

@@ -70,7 +70,7 @@ func newClientConn(c *Client, nc net.Conn, version byte, dec *Decoder, rcv *rece
 		pending:  make(map[uint64]*call),
 		armSweep: make(chan struct{}, 1),
 	}
-	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, &c.counts, c.cfg.Clock, cn.fail)
+	cn.w = newFrameWriter(nc, c.cfg.SendQueueDepth, cn.dead, nil, &c.counts, c.cfg.Clock, c.cfg.Epoch, cn.fail)
 	return cn
 }
 
@@ -229,7 +229,7 @@ func (cn *clientConn) readLoop() {
 		case TypeResponse:
 			r.payload = f.Payload
 		case TypeError:
-			r.err = parseErrorPayload(f.Payload)
+			r.err = responseError(&f)
 		default:
 			cn.fail(fmt.Errorf("%w: a client received a %s frame", ErrMalformedFrame, f.Type))
 			return
@@ -244,6 +244,15 @@ func (cn *clientConn) readLoop() {
 			cn.deliver(cl, r)
 		}
 	}
+}
+
+// responseError is the error a call answered by error frame f returns.
+func responseError(f *Frame) error {
+	re := parseErrorPayload(f.Payload)
+	if re.Code == CodeStaleEpoch {
+		return &StaleEpochError{Epoch: f.Epoch}
+	}
+	return re
 }
 
 // fail tears the connection down once: outstanding calls get ErrConnectionLost wrapping

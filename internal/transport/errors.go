@@ -41,6 +41,11 @@ const (
 	// context.DeadlineExceeded too, so a caller sees the same timeout whichever side noticed
 	// it first.
 	CodeDeadlineExceeded uint16 = 4
+	// CodeStaleEpoch: the server refused the request, unhandled, because it was planned
+	// at a ring epoch older than the server's (ServerConfig.RefuseStaleEpoch). The
+	// frame's epoch stamp is the server's epoch; the message says it in words. Call
+	// returns a *StaleEpochError, never a *RemoteError, for it.
+	CodeStaleEpoch uint16 = 5
 	// FirstApplicationCode is the first code free for handlers.
 	FirstApplicationCode uint16 = 100
 )

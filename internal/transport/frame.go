@@ -9,11 +9,10 @@ import (
 	"time"
 )
 
-// Frame versions. Version 2 adds the sender's clocks (and room for its ring epoch) to the
-// header; a peer reads both versions and answers a request in the version it came in. A
-// client speaks version 2 only to a server that said it does (see the package doc,
-// "Versions"): a server that predates it rejects a version 2 frame and closes the
-// connection.
+// Frame versions. Version 2 adds the sender's clocks and ring epoch to the header; a peer
+// reads both versions and answers a request in the version it came in. A client speaks
+// version 2 only to a server that said it does (see the package doc, "Versions"): a
+// server that predates it rejects a version 2 frame and closes the connection.
 const (
 	// Version1 is the first format: a 20-byte header.
 	Version1 = 1
@@ -106,9 +105,8 @@ var (
 // Clock, Wall and Epoch are version 2's stamps, zero in a version 1 frame and zero when
 // the sender has none to give: Clock is the sender's hybrid logical clock (microseconds)
 // when it wrote the frame, at least every timestamp it had issued; Wall its physical
-// clock then (microseconds since the Unix epoch); Epoch is reserved for the ring epoch
-// the sender planned the request under (issue 32, point 1): written 0 and not acted on
-// until ring versions exist.
+// clock then (microseconds since the Unix epoch); Epoch the sender's ring epoch then
+// (for a request, at least the one it was planned under).
 type Frame struct {
 	Version uint8 // 1 or 2; AppendFrame writes Version (2) when 0
 	Type    FrameType

@@ -59,6 +59,28 @@ type ServerConfig struct {
 	Clock Clock
 	// MaxClockAhead is ClientConfig.MaxClockAhead for the requests' stamps.
 	MaxClockAhead time.Duration
+	// Epoch returns the node's ring epoch, which every response carries (frame version
+	// 2) and against which RefuseStaleEpoch compares the requests'. Its contract is
+	// ClientConfig.Epoch's: fast, safe for concurrent use, never decreasing; 0 says the
+	// node knows none. Nil: responses carry epoch 0 and no request is stale.
+	Epoch func() uint64
+	// ObserveEpoch is given the epoch of every request above Epoch's, before the request
+	// is handled; the request is then served. Its contract is ClientConfig.ObserveEpoch's:
+	// cheap, never blocking (it runs on the connection's reader), never given 0. Nil:
+	// epochs received are ignored.
+	ObserveEpoch func(epoch uint64)
+	// RefuseStaleEpoch says which methods the server refuses when their request was
+	// planned at an older epoch than Epoch's: such a request (with a nonzero epoch: 0 is
+	// a peer that predates epochs or knows no ring, served as before) is answered with a
+	// CodeStaleEpoch error, which the caller's Call returns as a *StaleEpochError, and its
+	// handler is not called. A write planned on a stale ring must not be acknowledged by a
+	// replica that knows better; the caller catches up and retries. Methods that must be
+	// served whatever the caller's epoch answer false: the metadata log's own (a node
+	// behind asks for the entries it lacks at the epoch it has), and any whose answer
+	// does not depend on the ring. It is called on the connection's reader, only for
+	// stale requests, and must be fast and safe for concurrent use. Nil: nothing is
+	// refused.
+	RefuseStaleEpoch func(method uint16) bool
 	// MaxVersion is the newest frame version the server reads and speaks: 0 means Version;
 	// 1 makes it a server that predates version 2 (it hands a client's hello to the
 	// handler and closes a connection that sends a version 2 frame), which tests of

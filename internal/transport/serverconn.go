@@ -36,8 +36,9 @@ type serverConn struct {
 	dead     chan struct{}  // closed by abort
 	draining chan struct{}  // closed by drain
 	handlers sync.WaitGroup // one per request being handled
-	work     chan Frame     // unbuffered: a send succeeds only if an idle worker waits
+	work     chan request   // unbuffered: a send succeeds only if an idle worker waits
 	idle     atomic.Int32   // workers waiting on work
+	ctxs     requestCtxs    // the reader's: contexts of the requests that carry an epoch
 
 	abortOnce, drainOnce sync.Once
 	isDraining           atomic.Bool
@@ -50,11 +51,11 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		slots:    make(chan struct{}, s.cfg.MaxInFlight),
 		dead:     make(chan struct{}),
 		draining: make(chan struct{}),
-		work:     make(chan Frame),
+		work:     make(chan request),
 	}
 	// The queue has room for one response per slot, so a handler never waits to queue its
 	// response, even when the writer has died.
-	sc.w = newFrameWriter(nc, s.cfg.MaxInFlight, sc.dead, sc.slots, &s.counts, s.cfg.Clock, func(err error) {
+	sc.w = newFrameWriter(nc, s.cfg.MaxInFlight, sc.dead, sc.slots, &s.counts, s.cfg.Clock, s.cfg.Epoch, func(err error) {
 		sc.s.log.Debug("transport: write failed", "remote", sc.nc.RemoteAddr().String(), "err", err)
 		sc.abort()
 	})
@@ -107,7 +108,8 @@ func (sc *serverConn) drain() {
 // reports whether the connection should end gracefully.
 func (sc *serverConn) readLoop() bool {
 	dec := newDecoder(sc.nc, sc.s.cfg.MaxPayloadBytes, sc.s.version)
-	rcv := receiver{clock: sc.s.cfg.Clock, maxAhead: sc.s.cfg.MaxClockAhead}
+	rcv := receiver{clock: sc.s.cfg.Clock, maxAhead: sc.s.cfg.MaxClockAhead,
+		epoch: sc.s.cfg.Epoch, observeEpoch: sc.s.cfg.ObserveEpoch}
 	for {
 		f, err := dec.Next()
 		if err != nil {
@@ -117,28 +119,43 @@ func (sc *serverConn) readLoop() bool {
 			sc.protocolError(fmt.Errorf("%w: a server received a %s frame", ErrMalformedFrame, f.Type))
 			return false
 		}
-		rcv.received(&f)
+		epoch := rcv.received(&f)
 		if !sc.acquire() {
 			return sc.isDraining.Load()
 		}
-		if sc.s.version != Version1 && isHello(&f) {
+		switch {
+		case sc.s.version != Version1 && isHello(&f):
 			sc.w.q <- sc.helloAnswer(f) // holds the slot until written
 			continue
+		case sc.s.refuses(&f, epoch):
+			sc.w.q <- staleEpochFrame(&f, epoch) // the handler is not called
+			continue
+		}
+		r := request{Frame: f}
+		if f.Epoch != 0 {
+			r.ctx = sc.ctxs.next(f.Epoch)
 		}
 		sc.handlers.Add(1)
 		select {
-		case sc.work <- f:
+		case sc.work <- r:
 		default:
-			go sc.worker(f)
+			go sc.worker(r)
 		}
 	}
 }
 
-// worker handles f, then further requests from work while it is one of at most
+// request is a request handed to a worker: its frame and, if it carries an epoch, the
+// context to hand its handler (see requestCtxs).
+type request struct {
+	Frame
+	ctx *requestCtx
+}
+
+// worker handles r, then further requests from work while it is one of at most
 // maxIdleWorkers waiting, until work is closed.
-func (sc *serverConn) worker(f Frame) {
+func (sc *serverConn) worker(r request) {
 	for {
-		sc.handle(f)
+		sc.handle(r)
 		if sc.idle.Add(1) > maxIdleWorkers {
 			sc.idle.Add(-1)
 			return
@@ -148,7 +165,7 @@ func (sc *serverConn) worker(f Frame) {
 		if !ok {
 			return
 		}
-		f = next
+		r = next
 	}
 }
 
@@ -213,14 +230,19 @@ func (sc *serverConn) acquire() bool {
 
 // handle runs one request and queues its response. It holds a slot, which the writer
 // returns once the response is written.
-func (sc *serverConn) handle(f Frame) {
+func (sc *serverConn) handle(r request) {
 	defer sc.handlers.Done()
+	f := r.Frame
 	ctx := sc.ctx
 	if f.Timeout > 0 {
 		// Lazy: most handlers finish long before the deadline and never wait on Done.
 		lc := lazyctx.WithDeadline(ctx, time.Now().Add(f.Timeout))
 		defer lc.Release()
 		ctx = lc
+	}
+	if r.ctx != nil {
+		r.ctx.Context = ctx
+		ctx = r.ctx
 	}
 	resp, err := sc.invoke(ctx, f)
 	if err == nil && len(resp) > sc.s.cfg.MaxPayloadBytes {

@@ -75,14 +75,16 @@ type frameWriter struct {
 	onError func(error)     // called once if a write fails; the writer then exits
 	done    chan struct{}   // closed when run returns
 	counts  *writeCounters
-	clock   Clock // stamps version 2 frames; nil: they carry none
+	clock   Clock         // stamps version 2 frames' clock and wall; nil: they carry none
+	epoch   func() uint64 // stamps version 2 frames' epoch; nil: 0
 	hdr     [HeaderSize]byte
 }
 
-func newFrameWriter(w io.Writer, depth int, abort <-chan struct{}, slots chan struct{}, counts *writeCounters, clock Clock, onError func(error)) *frameWriter {
+func newFrameWriter(w io.Writer, depth int, abort <-chan struct{}, slots chan struct{}, counts *writeCounters, clock Clock, epoch func() uint64, onError func(error)) *frameWriter {
 	return &frameWriter{
 		counts:  counts,
 		clock:   clock,
+		epoch:   epoch,
 		bw:      bufio.NewWriterSize(w, writeBufferBytes),
 		q:       make(chan outFrame, depth),
 		stop:    make(chan struct{}),
@@ -162,11 +164,21 @@ func (w *frameWriter) write(f outFrame, slots *int, wall int64) error {
 	// escape to the heap.
 	w.hdr = f.hdr
 	v := w.hdr[offVersion]
-	if v != Version1 && w.clock != nil {
+	if v != Version1 && (w.clock != nil || w.epoch != nil) {
 		// Stamped now rather than when queued: the clock is then at least every
-		// timestamp the payload holds, and the wall stamp leaves out the time in the
-		// queue, which an offset estimate would count as transit.
-		putStamps(w.hdr[:], w.clock.Last(), wall, 0)
+		// timestamp the payload holds, the wall stamp leaves out the time in the queue,
+		// which an offset estimate would count as transit, and the epoch is the newest
+		// the node has (a stale-epoch refusal's stamp is at least the epoch it refused
+		// at).
+		var clock int64
+		var epoch uint64
+		if w.clock != nil {
+			clock = w.clock.Last()
+		}
+		if w.epoch != nil {
+			epoch = w.epoch()
+		}
+		putStamps(w.hdr[:], clock, wall, epoch)
 	}
 	_, err := w.bw.Write(w.hdr[:headerSize(v)])
 	if err == nil && len(f.payload) > 0 {
