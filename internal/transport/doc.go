@@ -57,8 +57,10 @@
 //	                   of frames written together), microseconds since the Unix epoch;
 //	                   0 = none. A client estimates its peer's clock offset
 //	                   from those of the responses (Client.ClockOffset).
-//	epoch     8 bytes  version 2: reserved for the ring epoch the sender planned a
-//	                   request under (issue 32, point 1); written 0, not yet acted on.
+//	epoch     8 bytes  version 2: the sender's ring epoch (ClientConfig.Epoch,
+//	                   ServerConfig.Epoch) as the frame went to the socket: a request's
+//	                   is at least the epoch it was planned under; 0 = none (the sender
+//	                   knows no ring, or predates epochs). See "Epochs".
 //
 // An error frame's payload is a 2-byte code (see CodeHandlerError and the codes after it)
 // followed by a UTF-8 message. Decode and Decoder parse frames of both versions and are
@@ -84,8 +86,40 @@
 // clusters therefore work, and an old peer is simply not observed. ClientConfig.MaxVersion
 // and ServerConfig.MaxVersion make a peer behave as an old one, for tests.
 //
-// The ring epoch of issue 32's point 1 goes in the reserved field: it needs no new
-// version, and a version 2 peer that does not act on epochs yet ignores it.
+// Ring epochs (issue 32, point 1) needed no new version: version 2 had the field from its
+// start, and every version 2 peer that predates epochs writes it 0 and ignores it (it
+// decodes it, and nothing acts on it). So an older version 2 server serves a request
+// whatever its epoch, never refuses one, and stamps its responses 0, which a new client
+// does not observe; an older version 2 client sends epoch 0, which a new server never
+// refuses, and ignores the epoch of the responses. A version 1 frame has no epoch: it
+// counts as 0. An older client would turn the refusal's error code, which it does not
+// know, into a plain *RemoteError with the message; it never gets one, since it sends no
+// epoch.
+//
+// # Epochs
+//
+// A node's ring epoch names the ring version it routes by; it only increases. Every
+// version 2 frame carries its sender's, stamped by the connection's writer, so a client
+// that planned a request under an old ring and a replica that has a newer one learn it
+// from each other's frames:
+//
+//   - A frame read whose epoch is above the reader's own goes to ObserveEpoch
+//     (ClientConfig, ServerConfig), on the connection's reader, before the request is
+//     handled or the response delivered; a response counts whether the call succeeded or
+//     not. The node's hook only records the epoch and pokes whatever catches up.
+//   - A server with a newer epoch than a request's (a nonzero one) refuses it when
+//     ServerConfig.RefuseStaleEpoch says so for its method: the handler is not called,
+//     and the answer is an error frame with CodeStaleEpoch, stamped like every frame with
+//     the server's epoch, which Call returns as a *StaleEpochError (IsStaleEpoch): nothing
+//     was applied, and the caller catches up and retries. A write planned on a stale ring
+//     is thus never acknowledged by a replica that knows better. Methods that must be
+//     served at any epoch (the metadata log's own, by which a node behind catches up) are
+//     exempt.
+//   - A request at the server's epoch or a newer one, or at epoch 0, is served; its
+//     handler reads the epoch with RequestEpoch.
+//
+// The cost is an epoch read per frame written, one per frame read that carries an epoch,
+// and a context per request that carries one (24 bytes, allocated 85 at a time).
 //
 // # Connections
 //
@@ -117,7 +151,8 @@
 //
 // # Errors
 //
-// Call tells apart what a coordinator must: a *RemoteError (the handler failed), the
+// Call tells apart what a coordinator must: a *RemoteError (the handler failed), a
+// *StaleEpochError (the request was refused unhandled: the caller's ring is stale), the
 // context's error (the caller stopped waiting; the request may have been handled),
 // ErrOverloaded and ErrUnreachable (nothing was sent), ErrConnectionLost (the connection
 // broke with the call outstanding; the request may have been handled) and ErrClosed.
