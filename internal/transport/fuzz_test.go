@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"testing"
 	"testing/iotest"
 )
@@ -36,6 +37,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(append(AppendFrame(nil, Frame{Type: TypeRequest, Method: 1, ID: 9, Timeout: 7, Clock: -1, Wall: 0, Payload: []byte("stamped")}), v1...))
 	f.Add(v2[:HeaderSizeV1+1])
 	f.Add(append([]byte{3}, v2[1:]...)) // a version from the future
+	// Epochs: a request at the largest epoch and its stale-epoch refusal, stamped with the
+	// server's.
+	f.Add(append(AppendFrame(nil, Frame{Type: TypeRequest, Method: 2, ID: 5, Epoch: math.MaxUint64, Payload: []byte("w")}),
+		AppendFrame(nil, Frame{Type: TypeError, Method: 2, ID: 5, Epoch: 9, Payload: errorPayload(CodeStaleEpoch, "stale epoch")})...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var frames []Frame
 		var sliceErr error
