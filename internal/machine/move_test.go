@@ -104,6 +104,7 @@ type moveSim struct {
 	roles  map[ring.NodeID]ring.Role
 	down   map[ring.NodeID]bool
 	holds  map[ring.NodeID]map[int]bool
+	taken  map[ring.Token]bool // tokens members own
 	writes []moveWrite
 	moving int // writes that went to two groups
 }
@@ -160,57 +161,67 @@ func (ms *moveSim) write() {
 		ms.moving++
 	}
 	m := row.Mutation{Key: key, Row: row.Row{Cells: []row.Cell{{Name: []byte("c"), Value: []byte("v"), Timestamp: int64(id + 1)}}}}
-	op := &WriteOp{}
-	type answer struct {
-		from ring.NodeID
-		err  error
-	}
-	var answers []answer
-	replied := false
-	take := func(r Ready) {
-		for _, e := range r.Effects {
-			s, ok := e.(coord.SendWrite)
-			if !ok {
-				continue
-			}
-			switch k := ms.rng.IntN(10); {
-			case k < 7: // applied, answers
-				ms.apply(s.To, id)
-				answers = append(answers, answer{from: s.To})
-			case k < 8: // fails
-				answers = append(answers, answer{from: s.To, err: fmt.Errorf("boom")})
-			case k < 9: // applied, the answer is lost
-				ms.apply(s.To, id)
-			} // else: neither applied nor answered
-		}
-		if r.Replied {
-			if replied {
-				ms.t.Fatalf("write %d replied twice", id)
-			}
-			replied = true
-			ms.writes[id].acked = r.Reply.Err == nil
-		}
-	}
-	take(ms.n.StartWrite(op, ms.now, m, level))
-	for !op.Done() {
-		if len(answers) == 0 || ms.rng.IntN(6) == 0 {
-			ms.now = op.Next()
-			take(op.Timer(ms.now))
+	wr := &moveWriteRun{ms: ms, id: id, op: &WriteOp{}}
+	wr.take(ms.n.StartWrite(wr.op, ms.now, m, level))
+	for !wr.op.Done() {
+		next := wr.op.Next()
+		if len(wr.answers) == 0 || ms.rng.IntN(6) == 0 || !ms.now.Add(time.Millisecond).Before(next) {
+			ms.now = next // a timer first: the fallback, or the deadline
+			wr.take(wr.op.Timer(ms.now))
 			continue
 		}
-		i := ms.rng.IntN(len(answers))
-		a := answers[i]
-		answers = slices.Delete(answers, i, i+1)
-		if next := op.Next(); !next.IsZero() && ms.now.Add(time.Millisecond).After(next) {
-			continue // the answer would come after a timer: put it off
-		}
+		i := ms.rng.IntN(len(wr.answers))
+		a := wr.answers[i]
+		wr.answers = slices.Delete(wr.answers, i, i+1)
 		ms.now = ms.now.Add(time.Millisecond)
-		take(op.Answer(ms.now, a.from, a.err))
+		wr.take(wr.op.Answer(ms.now, a.from, a.err))
 	}
-	if !replied {
+	if !wr.replied {
 		ms.t.Fatalf("write %d done without a reply", id)
 	}
 	ms.now = ms.now.Add(time.Second)
+}
+
+// moveWriteRun is one write in progress: the answers its replicas will send.
+type moveWriteRun struct {
+	ms      *moveSim
+	id      int
+	op      *WriteOp
+	answers []moveAnswer
+	replied bool
+}
+
+type moveAnswer struct {
+	from ring.NodeID
+	err  error
+}
+
+// take carries out r: each write sent is applied and answered, fails, is applied with
+// its answer lost, or is neither applied nor answered, at random.
+func (wr *moveWriteRun) take(r Ready) {
+	ms := wr.ms
+	for _, e := range r.Effects {
+		s, ok := e.(coord.SendWrite)
+		if !ok {
+			continue
+		}
+		switch k := ms.rng.IntN(10); {
+		case k < 7:
+			ms.apply(s.To, wr.id)
+			wr.answers = append(wr.answers, moveAnswer{from: s.To})
+		case k < 8:
+			wr.answers = append(wr.answers, moveAnswer{from: s.To, err: fmt.Errorf("boom")})
+		case k < 9:
+			ms.apply(s.To, wr.id)
+		}
+	}
+	if r.Replied {
+		if wr.replied {
+			ms.t.Fatalf("write %d replied twice", wr.id)
+		}
+		wr.replied = true
+		ms.writes[wr.id].acked = r.Reply.Err == nil
+	}
 }
 
 func (ms *moveSim) apply(id ring.NodeID, w int) {
@@ -358,75 +369,87 @@ func TestAcknowledgedWritesStayReadableThroughAMove(t *testing.T) {
 		runs = 10
 	}
 	moving := 0
-	policies := []coord.Policy{coord.Uniform{}, coord.EngineAware{}, coord.LoadAware{}}
-	roles := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
 	for run := range runs {
-		taken := map[ring.Token]bool{}
-		member := func(i int) meta.Member {
-			id := ring.NodeID(fmt.Sprint("n", i))
-			m := meta.Member{ID: id, Host: "h" + strconv.Itoa(i), Rack: "r" + strconv.Itoa(i%3), Role: roles[rng.IntN(3)],
-				Addr: string(id) + ":7000", Tokens: ring.RandomTokens(rng, 1+rng.IntN(3), taken)}
-			for _, tok := range m.Tokens {
-				taken[tok] = true
-			}
-			return m
-		}
-		var members []meta.Member
-		for i := range 4 + rng.IntN(3) {
-			members = append(members, member(i+1))
-		}
-		strategy := []string{"simple", "host-aware", "rack-aware"}[rng.IntN(3)]
-		policy := policies[rng.IntN(len(policies))]
-		cfg := Config{Self: "n1", Strategy: ring.Simple{}, ReplicationFactor: 3, Policy: policy, Timeout: time.Second}
-		if rng.IntN(2) == 0 {
-			cfg.WriteSlowAfter = 20 * time.Millisecond
-		}
-		ms := &moveSim{t: t, rng: rng, c: bootstrapMeta(t, strategy, 3, members), n: New(cfg), now: t0,
-			holds: map[ring.NodeID]map[int]bool{}}
-		ms.view()
+		ms, members := newMoveSim(t, rng)
 		ms.writeSome()
 		ms.check(fmt.Sprintf("run %d before", run))
-
-		var joins []meta.Member
-		var leaves []ring.NodeID
-		switch k := rng.IntN(3); {
-		case k < 2:
-			for i := range 1 + rng.IntN(2) {
-				joins = append(joins, member(len(members)+1+i))
-			}
-			if k == 1 {
-				leaves = []ring.NodeID{members[rng.IntN(len(members))].ID}
-			}
-		default:
-			leaves = []ring.NodeID{members[rng.IntN(len(members))].ID}
-		}
-		ms.c.start(1, joins, leaves)
-		ms.view()
-		step := fmt.Sprintf("run %d (%s, %s, joins %d, leaves %v) started", run, policy.Name(), strategy, len(joins), leaves)
-		ms.writeSome()
-		ms.check(step)
-
-		ranges := slices.Clone(ms.c.s.Change.Ranges)
-		rng.Shuffle(len(ranges), func(i, j int) { ranges[i], ranges[j] = ranges[j], ranges[i] })
-		for k, r := range ranges {
-			ms.writeSome()
-			ms.stream(r.Range)
-			ms.writeSome()
-			ms.c.apply(meta.RangesMoved{Change: 1, Ranges: []move.Range{r.Range}})
-			ms.view()
-			ms.check(fmt.Sprintf("%s, range %d of %d %s moved", step, k+1, len(ranges), r.Range))
-			ms.writeSome()
-			ms.check(fmt.Sprintf("%s, after range %d of %d %s moved", step, k+1, len(ranges), r.Range))
-		}
-		ms.c.apply(meta.FinishChange{Change: 1})
-		ms.view()
-		ms.check(step + ", finished")
-		ms.writeSome()
-		ms.check(step + ", after the finish")
+		ms.playChange(fmt.Sprintf("run %d", run), members)
 		moving += ms.moving
 	}
 	t.Logf("%d writes went to two replica groups", moving)
 	if moving == 0 {
 		t.Fatal("no write went to two replica groups: the test does not reach a move")
 	}
+}
+
+// newMoveSim returns a cluster of four to six members of random roles and tokens, RF 3
+// under a random strategy, coordinated by n1 under a random policy, and its members.
+func newMoveSim(t *testing.T, rng *rand.Rand) (*moveSim, []meta.Member) {
+	var members []meta.Member
+	ms := &moveSim{t: t, rng: rng, now: t0, holds: map[ring.NodeID]map[int]bool{}, taken: map[ring.Token]bool{}}
+	for i := range 4 + rng.IntN(3) {
+		members = append(members, ms.member(i+1))
+	}
+	policies := []coord.Policy{coord.Uniform{}, coord.EngineAware{}, coord.LoadAware{}}
+	cfg := Config{Self: "n1", Strategy: ring.Simple{}, ReplicationFactor: 3, Policy: policies[rng.IntN(len(policies))], Timeout: time.Second}
+	if rng.IntN(2) == 0 {
+		cfg.WriteSlowAfter = 20 * time.Millisecond
+	}
+	ms.n = New(cfg)
+	ms.c = bootstrapMeta(t, []string{"simple", "host-aware", "rack-aware"}[rng.IntN(3)], 3, members)
+	ms.view()
+	return ms, members
+}
+
+// member returns member n{i} with a random role and one to three new tokens.
+func (ms *moveSim) member(i int) meta.Member {
+	id := ring.NodeID(fmt.Sprint("n", i))
+	roles := []ring.Role{ring.WriteOptimized, ring.ReadOptimized, ring.InMemory}
+	m := meta.Member{ID: id, Host: "h" + strconv.Itoa(i), Rack: "r" + strconv.Itoa(i%3), Role: roles[ms.rng.IntN(3)],
+		Addr: string(id) + ":7000", Tokens: ring.RandomTokens(ms.rng, 1+ms.rng.IntN(3), ms.taken)}
+	for _, tok := range m.Tokens {
+		ms.taken[tok] = true
+	}
+	return m
+}
+
+// playChange starts a random change (joins, a decommission or both), moves its ranges
+// one by one in a random order (each streamed, then switched, with writes before, between
+// and after) and finishes it, checking after each step.
+func (ms *moveSim) playChange(run string, members []meta.Member) {
+	var joins []meta.Member
+	var leaves []ring.NodeID
+	switch k := ms.rng.IntN(3); {
+	case k < 2:
+		for i := range 1 + ms.rng.IntN(2) {
+			joins = append(joins, ms.member(len(members)+1+i))
+		}
+		if k == 1 {
+			leaves = []ring.NodeID{members[ms.rng.IntN(len(members))].ID}
+		}
+	default:
+		leaves = []ring.NodeID{members[ms.rng.IntN(len(members))].ID}
+	}
+	ms.c.start(1, joins, leaves)
+	ms.view()
+	step := fmt.Sprintf("%s (%s, %s, joins %d, leaves %v) started", run, ms.n.cfg.Policy.Name(), ms.c.s.Strategy, len(joins), leaves)
+	ms.writeSome()
+	ms.check(step)
+	ranges := slices.Clone(ms.c.s.Change.Ranges)
+	ms.rng.Shuffle(len(ranges), func(i, j int) { ranges[i], ranges[j] = ranges[j], ranges[i] })
+	for k, r := range ranges {
+		ms.writeSome()
+		ms.stream(r.Range)
+		ms.writeSome()
+		ms.c.apply(meta.RangesMoved{Change: 1, Ranges: []move.Range{r.Range}})
+		ms.view()
+		ms.check(fmt.Sprintf("%s, range %d of %d %s moved", step, k+1, len(ranges), r.Range))
+		ms.writeSome()
+		ms.check(fmt.Sprintf("%s, after range %d of %d %s moved", step, k+1, len(ranges), r.Range))
+	}
+	ms.c.apply(meta.FinishChange{Change: 1})
+	ms.view()
+	ms.check(step + ", finished")
+	ms.writeSome()
+	ms.check(step + ", after the finish")
 }

@@ -141,25 +141,7 @@ func (tr *placementTranscript) run(td *datadriven.TestData) (string, error) {
 	case "members":
 		// One member per line: its ID, then "down", an engine (lsm, btree, memory). Each
 		// owns one token on the gossip ring, 1000 apart in the order given.
-		tr.members = nil
-		var nodes []ring.Node
-		for i, f := range lines() {
-			m := cluster.Member{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Status: cluster.Normal,
-				Tokens: []ring.Token{ring.Token(1000 * i)}, Host: "h-" + f[0]}
-			for name, role := range map[string]ring.Role{"lsm": ring.WriteOptimized, "btree": ring.ReadOptimized, "memory": ring.InMemory} {
-				if slices.Contains(f, name) {
-					m.Role = role
-				}
-			}
-			tr.members = append(tr.members, m)
-			nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Role: m.Role, Tokens: m.Tokens})
-		}
-		r, err := ring.New(nodes)
-		if err != nil {
-			return "", err
-		}
-		tr.n.SetView(tr.members, r)
-		return "", nil
+		return "", tr.setMembers(lines())
 	case "placement":
 		// One range per line: "<end>: <replicas>", or "<end>: <old> -> <new>" for a
 		// range moving, with "moved" at the end once it has; ends in order. With no
@@ -167,25 +149,9 @@ func (tr *placementTranscript) run(td *datadriven.TestData) (string, error) {
 		if strings.TrimSpace(td.Input) == "" {
 			return "", tr.n.SetPlacement(0, nil)
 		}
-		p := &fakePlacement{}
-		for _, f := range lines() {
-			end, err := parseToken(strings.TrimSuffix(f[0], ":"))
-			if err != nil {
-				return "", err
-			}
-			r := fakeRange{end: end, moved: f[len(f)-1] == "moved"}
-			ids := f[1:]
-			if r.moved {
-				ids = ids[:len(ids)-1]
-			}
-			arrow := slices.Index(ids, "->")
-			if arrow < 0 {
-				arrow = len(ids)
-			} else {
-				r.new = toIDs(ids[arrow+1:])
-			}
-			r.old = toIDs(ids[:arrow])
-			p.ranges = append(p.ranges, r)
+		p, err := parsePlacement(lines())
+		if err != nil {
+			return "", err
 		}
 		epoch, err := strconv.ParseUint(arg("epoch"), 10, 64)
 		if err != nil {
@@ -244,15 +210,60 @@ func (tr *placementTranscript) run(td *datadriven.TestData) (string, error) {
 		rv := tr.n.RingView()
 		r := rv.Ring()
 		for i := range r.RangeCount() {
-			var ids []ring.NodeID
-			for _, rep := range rv.Replicas(i) {
-				ids = append(ids, rep.ID)
-			}
-			fmt.Fprintf(&b, "(%s, %s] %s\n", tokenName(r.RangeStart(i)), tokenName(r.RangeEnd(i)), joinIDs(ids))
+			fmt.Fprintf(&b, "(%s, %s] %s\n", tokenName(r.RangeStart(i)), tokenName(r.RangeEnd(i)), joinIDs(idsOf(rv.Replicas(i))))
 		}
 		return b.String(), nil
 	}
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
+}
+
+// setMembers gives the node a view of members, one per line as the members command
+// takes them.
+func (tr *placementTranscript) setMembers(lines [][]string) error {
+	tr.members = nil
+	var nodes []ring.Node
+	for i, f := range lines {
+		m := cluster.Member{ID: ring.NodeID(f[0]), Up: !slices.Contains(f, "down"), Status: cluster.Normal,
+			Tokens: []ring.Token{ring.Token(1000 * i)}, Host: "h-" + f[0]}
+		for name, role := range map[string]ring.Role{"lsm": ring.WriteOptimized, "btree": ring.ReadOptimized, "memory": ring.InMemory} {
+			if slices.Contains(f, name) {
+				m.Role = role
+			}
+		}
+		tr.members = append(tr.members, m)
+		nodes = append(nodes, ring.Node{ID: m.ID, Host: m.Host, Role: m.Role, Tokens: m.Tokens})
+	}
+	r, err := ring.New(nodes)
+	if err != nil {
+		return err
+	}
+	tr.n.SetView(tr.members, r)
+	return nil
+}
+
+// parsePlacement parses ranges, one per line as the placement command takes them.
+func parsePlacement(lines [][]string) (*fakePlacement, error) {
+	p := &fakePlacement{}
+	for _, f := range lines {
+		end, err := parseToken(strings.TrimSuffix(f[0], ":"))
+		if err != nil {
+			return nil, err
+		}
+		r := fakeRange{end: end, moved: f[len(f)-1] == "moved"}
+		ids := f[1:]
+		if r.moved {
+			ids = ids[:len(ids)-1]
+		}
+		arrow := slices.Index(ids, "->")
+		if arrow < 0 {
+			arrow = len(ids)
+		} else {
+			r.new = toIDs(ids[arrow+1:])
+		}
+		r.old = toIDs(ids[:arrow])
+		p.ranges = append(p.ranges, r)
+	}
+	return p, nil
 }
 
 // key returns a key in the range ending at end, of the node's current ranges.
@@ -338,23 +349,14 @@ func format(r Ready) string {
 // -race.
 func TestPlacementsAndViewsReplaceEachOtherUnderLoad(t *testing.T) {
 	n := New(Config{Self: "n1", Strategy: ring.Simple{}, ReplicationFactor: 3, Policy: coord.Uniform{}, Timeout: time.Second})
-	members := func(n4Up bool) []cluster.Member {
-		var out []cluster.Member
-		for i, id := range []ring.NodeID{"n1", "n2", "n3", "n4"} {
-			out = append(out, cluster.Member{ID: id, Up: id != "n4" || n4Up, Status: cluster.Normal, Tokens: []ring.Token{ring.Token(1000 * i)}})
-		}
-		return out
-	}
-	r, err := ring.New([]ring.Node{{ID: "n1", Tokens: []ring.Token{0}}, {ID: "n2", Tokens: []ring.Token{1000}},
-		{ID: "n3", Tokens: []ring.Token{2000}}, {ID: "n4", Tokens: []ring.Token{3000}}})
+	r := fourNodeRing(t)
+	n.SetView(fourMembers(true), r)
+	ref := New(Config{Self: "n1", Strategy: ring.Simple{}, ReplicationFactor: 3, Policy: coord.Uniform{}})
+	ref.SetView(fourMembers(true), r) // the gossip ring's sets
+	moving, err := parsePlacement([][]string{{"0:", "n1", "n2", "n3", "->", "n2", "n3", "n4"}, {"max:", "n1", "n2", "n3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.SetView(members(true), r)
-	ref := New(Config{Self: "n1", Strategy: ring.Simple{}, ReplicationFactor: 3, Policy: coord.Uniform{}})
-	ref.SetView(members(true), r) // the gossip ring's sets
-	moving := &fakePlacement{ranges: []fakeRange{{end: 0, old: toIDs([]string{"n1", "n2", "n3"}), new: toIDs([]string{"n2", "n3", "n4"})},
-		{end: ring.MaxToken, old: toIDs([]string{"n1", "n2", "n3"})}}}
 	const rounds = 300
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -370,7 +372,7 @@ func TestPlacementsAndViewsReplaceEachOtherUnderLoad(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range rounds {
-			n.SetView(members(i%2 == 1), r)
+			n.SetView(fourMembers(i%2 == 1), r)
 		}
 	}()
 	var readers sync.WaitGroup
@@ -421,4 +423,26 @@ func idsOf(set []coord.Replica) []ring.NodeID {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// fourMembers are n1 to n4, up but for n4 unless n4Up, a token each 1000 apart.
+func fourMembers(n4Up bool) []cluster.Member {
+	var out []cluster.Member
+	for i, id := range []ring.NodeID{"n1", "n2", "n3", "n4"} {
+		out = append(out, cluster.Member{ID: id, Up: id != "n4" || n4Up, Status: cluster.Normal, Tokens: []ring.Token{ring.Token(1000 * i)}})
+	}
+	return out
+}
+
+// fourNodeRing is fourMembers' ring.
+func fourNodeRing(t *testing.T) *ring.Ring {
+	var nodes []ring.Node
+	for _, m := range fourMembers(true) {
+		nodes = append(nodes, ring.Node{ID: m.ID, Tokens: m.Tokens})
+	}
+	r, err := ring.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
