@@ -3,17 +3,21 @@ package metalog
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -296,5 +300,79 @@ func TestStateMachineAppliesRefusesAndSnapshots(t *testing.T) {
 	}
 	if err := g.Restore(io.NopCloser(bytes.NewReader([]byte{savedVersion}))); !errors.Is(err, errSaved) {
 		t.Fatalf("a damaged snapshot: %v", err)
+	}
+}
+
+var seedFlag = flag.Int64("seed", 0, "the randomized tests' seed (0: from the clock)")
+
+// Carrying out nextVoterAction from random voter sets to the chosen ones: every record is
+// accepted by the state machine, the configuration never holds more than one voter over
+// the larger of the two sets nor fewer than the smaller, only normal members with an
+// address are added, and it ends at ChooseVoters, recorded.
+func TestVoterActionsReachTheChosenSetOneRecordedStepAtATime(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	for round := range 300 {
+		n := 1 + rng.IntN(9)
+		var members []ring.NodeID
+		for i := range n {
+			members = append(members, ring.NodeID(fmt.Sprintf("n%d", i)))
+		}
+		b := bootstrapOf(members...)
+		for i := range b.Members { // share racks and hosts sometimes
+			b.Members[i].Rack = fmt.Sprintf("r%d", rng.IntN(3))
+			b.Members[i].Host = fmt.Sprintf("h%d", rng.IntN(n))
+		}
+		st := applyAll(t, b)
+		perm := rng.Perm(n)
+		var config []ring.NodeID
+		for _, i := range perm[:1+rng.IntN(min(n, meta.MaxVoters))] {
+			config = append(config, members[i])
+		}
+		config = slices.Sorted(slices.Values(config))
+		if err := st.Apply(meta.SetVoters{Voters: config}); err != nil {
+			t.Fatal(err)
+		}
+		target := meta.ChooseVoters(st)
+		lo, hi := min(len(config), len(target)), max(len(config), len(target))+1
+		leader := config[0]
+		for step := 0; ; step++ {
+			if step > maxVoterActions {
+				t.Fatalf("round %d: no end after %d actions (config %v, target %v)", round, step, config, target)
+			}
+			a := nextVoterAction(st, config, leader)
+			switch a.kind {
+			case voterNone:
+			case voterRecord:
+				if err := st.Apply(meta.SetVoters{Voters: a.set}); err != nil {
+					t.Fatalf("round %d: recording %v: %v", round, a.set, err)
+				}
+			case voterTransfer:
+				leader = slices.DeleteFunc(slices.Clone(config), func(id ring.NodeID) bool { return id == leader })[0]
+			case voterAdd:
+				if m, ok := st.Member(a.id); !ok || m.State != meta.Normal || a.addr != m.Addr || slices.Contains(config, a.id) {
+					t.Fatalf("round %d: adds %s (%s)", round, a.id, a.addr)
+				}
+				config = slices.Sorted(slices.Values(append(config, a.id)))
+			case voterRemove:
+				if a.id == leader || !slices.Contains(config, a.id) {
+					t.Fatalf("round %d: removes %s, leader %s, config %v", round, a.id, leader, config)
+				}
+				config = slices.DeleteFunc(config, func(id ring.NodeID) bool { return id == a.id })
+			}
+			if len(config) < lo || len(config) > hi {
+				t.Fatalf("round %d: %d voters %v, want %d to %d", round, len(config), config, lo, hi)
+			}
+			if a.kind == voterNone {
+				break
+			}
+		}
+		if !slices.Equal(config, target) || !slices.Equal(st.Voters, target) {
+			t.Fatalf("round %d: ends at %v recorded %v, want %v", round, config, st.Voters, target)
+		}
 	}
 }

@@ -57,7 +57,15 @@ func nextVoterAction(st *meta.State, config []ring.NodeID, self ring.NodeID) vot
 	if len(steps) == 0 {
 		return voterAction{}
 	}
+	// VoterSteps alternates additions and removals from the set it starts at. Asked again
+	// after each step, it would put every addition first (from five voters to five others,
+	// up to ten at once, more than SetVoters records); taking a removal first whenever the
+	// configuration is larger than the target keeps the sequence it would have given: at
+	// most one voter more than the larger of the two sets.
 	s := steps[0]
+	if i := slices.IndexFunc(steps, func(s meta.VoterStep) bool { return !s.Add }); i > 0 && len(config) > len(target) {
+		s = steps[i]
+	}
 	switch {
 	case !s.Add && s.ID == self:
 		return voterAction{kind: voterTransfer, id: s.ID}
