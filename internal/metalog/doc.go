@@ -12,12 +12,12 @@
 // it has no configuration and Raft never lets it campaign; it stays idle until a leader
 // adds it. The first node of a new cluster calls Bootstrap, which makes it the only voter
 // and appends the Bootstrap entry. The leader then brings the configuration to the chosen
-// voters one meta.VoterSteps step at a time (Raft AddVoter or RemoveServer, additions
-// first, only for members that answer a request), recording each step with a SetVoters
-// entry, after each newer state, when it becomes leader and every VoterInterval. A leader
-// that is to leave the voters hands leadership over first (Raft's LeadershipTransfer) and
-// the new leader removes it. A removed voter keeps running (ShutdownOnRemove is off) as a
-// non-voter.
+// voters one meta.VoterSteps step at a time (Raft AddVoter or RemoveServer, an addition
+// before each removal, only for members that answer a request), recording each step
+// with a SetVoters entry, after each newer state, when it becomes leader and every
+// VoterInterval. A leader that is to leave the voters hands leadership over first (Raft's
+// LeadershipTransfer) and the new leader removes it. A removed voter keeps running
+// (ShutdownOnRemove is off) as a non-voter.
 //
 // # Learning the state
 //

@@ -120,8 +120,8 @@ func TestLeaderLeavingTheVotersHandsLeadershipOver(t *testing.T) {
 	if l := c.leader(); l == nil || l.id == "n4" {
 		t.Fatalf("leader %v", l)
 	}
-	// VoterSteps is computed again after each step, so the additions all come first: the
-	// set never shrinks below its size until the last step.
+	// While the configuration is no larger than the chosen set, additions come first; the
+	// leader leaves last, once the three it hands over to are voters.
 	want := [][]ring.NodeID{ids("n4"), ids("n1", "n4"), ids("n1", "n2", "n4"), ids("n1", "n2", "n3", "n4"), chosen}
 	if got := c.leader().setVotersInLog(t); !equalHistories(got, want) {
 		t.Fatalf("SetVoters entries %v, want %v", got, want)
