@@ -228,3 +228,49 @@ func joinIDs(ids []ring.NodeID) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// PlanCancel returns the CancelChange of the change in flight: its ranges not moved yet
+// revert at once, and the moved ones stream back from their new sets to their old ones,
+// with the transfers move.Plan chooses from the target ring back to the current one
+// (strict, as Plan), kept to the moved ranges. It refuses what the state machine would.
+func PlanCancel(s *meta.State, down map[ring.NodeID]bool) (meta.CancelChange, error) {
+	c := s.Change
+	if c == nil {
+		return meta.CancelChange{}, fmt.Errorf("%w: no change in flight", meta.ErrNoChange)
+	}
+	cc := meta.CancelChange{Change: c.ID}
+	for _, m := range s.Members {
+		if down[m.ID] {
+			cc.Down = append(cc.Down, m.ID)
+		}
+	}
+	moved := false
+	for _, r := range c.Ranges {
+		moved = moved || r.Moved
+	}
+	if moved {
+		strategy, err := ring.StrategyByName(s.Strategy)
+		if err != nil {
+			return cc, err
+		}
+		cur, err1 := s.CurrentRing()
+		target, err2 := s.TargetRing()
+		if err1 != nil || err2 != nil {
+			return cc, fmt.Errorf("topo: rings of the change: %v %v", err1, err2)
+		}
+		mv, err := move.Plan(move.Change{Current: target, Target: cur, Strategy: strategy, RF: s.RF,
+			Sizes: move.Uniform(1 << 30), Down: down, Strict: true})
+		if err != nil {
+			return cc, err
+		}
+		for _, t := range mv.Transfers {
+			if r := c.RangeOf(t.Range); r >= 0 && c.Ranges[r].Moved {
+				cc.Transfers = append(cc.Transfers, t)
+			}
+		}
+	}
+	if err := s.Clone().Apply(cc); err != nil {
+		return cc, err
+	}
+	return cc, nil
+}

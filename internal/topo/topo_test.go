@@ -28,6 +28,7 @@ const unit = 10_000_000_000_000_000
 //	     [level=L] [tokens=N] [alloc=balanced|random] [seed=S] [apply]
 //	done transfers=all|I,J,...|to=ID   apply TransfersDone: transfers of the change completed
 //	advance [times=N]                  propose (apply) what Advance returns, N times
+//	cancel [down=IDs]                  apply PlanCancel's entry
 //	joiners now=S window=S [first=ID:S,...] [down=IDs] [staged=IDs]
 //	state
 type env struct {
@@ -112,6 +113,16 @@ func (e *env) run(td *datadriven.TestData) (string, error) {
 		return sb.String(), nil
 	case "joiners":
 		return e.joiners(td)
+	case "cancel":
+		cc, err := PlanCancel(e.s, set(arg(td, "down")))
+		if err != nil {
+			return fmt.Sprintf("refused: %v\n", err), nil
+		}
+		var sb strings.Builder
+		for i, tr := range cc.Transfers {
+			fmt.Fprintf(&sb, "  %d: %s -> %s %d MiB\n", i, tr.Source, tr.Destination, tr.Bytes>>20)
+		}
+		return sb.String() + e.apply(cc) + describe(e.s), nil
 	case "state":
 		return describe(e.s), nil
 	}
