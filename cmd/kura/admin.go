@@ -49,6 +49,7 @@ func newAdminCmd() *cobra.Command {
 		})
 	}
 	cmd.AddCommand(newTiersCmd(&addr))
+	addTopologyCmds(cmd, &addr)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "store",
 		Short: "The node's store as its engine describes it (lsm: pebble's levels, compactions by kind, caches)",
@@ -277,16 +278,30 @@ func printStatus(w io.Writer, st *admin.ClusterStatus) {
 		if m.ClockSkewed {
 			state += "C"
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\t%s\n", h, state, strings.ToUpper(m.Status[:1]),
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%s\t%s\n", h, state, statusLetter(m.Status),
 			m.ID, m.Rack, m.Engine, m.Role, humanBytes(m.Load), m.Tokens, 100*m.Owns, 100*m.OwnsRepl, clockColumn(st, m), m.ClientAddr)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "state: U/D (F: refilling, not read from; B: behind, hints held for it; C: clock off by more than max_clock_offset) then J joining, N normal, L leaving, R removed")
+	fmt.Fprintln(w, "state: U/D (F: refilling, not read from; B: behind, hints held for it; C: clock off by more than max_clock_offset) then J joining, N normal, L leaving, X left (decommissioned), R removed")
 	limit := "no max_clock_offset"
 	if maxOffset > 0 {
 		limit = fmt.Sprintf("max_clock_offset %v", maxOffset)
 	}
 	fmt.Fprintf(w, "clock: each node's clock minus this node's (%s), as estimated from its internode responses; ? = no estimate (none yet, or an older version); %s\n", st.Self, limit)
+	if st.Topology != nil {
+		printTopology(w, st.Topology)
+	}
+}
+
+// statusLetter is a member's state as printStatus shows it.
+func statusLetter(s string) string {
+	if s == "left" {
+		return "X"
+	}
+	if s == "" {
+		return "?"
+	}
+	return strings.ToUpper(s[:1])
 }
 
 // clockColumn is a member's clock offset as printStatus shows it.

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -109,5 +110,64 @@ func TestStatusDescribesTheView(t *testing.T) {
 		case m.ID == "b" && (!m.Behind || m.OwnsRepl != 0.5):
 			t.Errorf("b %+v: want behind, with half of the replicated data (every row, at RF 2 of 2)", m)
 		}
+	}
+}
+
+// POST /topology hands the operator's request to the node and answers its report, with a
+// status per kind of failure: 404 for a node that does not follow the metadata log, 503
+// while the log cannot commit, 409 for a change the cluster refuses, 400 for a body that
+// is not a request.
+func TestTopologyEndpoint(t *testing.T) {
+	var got TopologyRequest
+	answer := func(TopologyRequest) (string, error) { return "", nil }
+	cfg := Config{Draining: func() bool { return false }, Cluster: func() (ClusterStatus, bool) { return ClusterStatus{}, true },
+		Rebuild: func() (bool, error) { return true, nil },
+		Topology: func(r TopologyRequest) (string, error) {
+			got = r
+			return answer(r)
+		}}
+	eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	cfg.Engine, cfg.Registry = eng, NewRegistry(eng)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Serve(ln, cfg)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	post := func(body string) (int, string) {
+		resp, err := http.Post("http://"+s.Addr()+"/topology", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	answer = func(r TopologyRequest) (string, error) { return "started " + r.Op + "\n", nil }
+	if code, body := post(`{"op":"removenode","nodes":["n3"]}`); code != 200 || body != "started removenode\n" || got.Nodes[0] != "n3" {
+		t.Errorf("removenode: %d %q, request %+v", code, body, got)
+	}
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{ErrNoTopology, 404},
+		{fmt.Errorf("%w: 1 of 3 voters reachable", ErrTopologyUnavailable), 503},
+		{errors.New("meta: too few live replicas"), 409},
+	} {
+		answer = func(TopologyRequest) (string, error) { return "", tc.err }
+		if code, body := post(`{"op":"decommission"}`); code != tc.code || !strings.Contains(body, tc.err.Error()) {
+			t.Errorf("%v: %d %q, want %d", tc.err, code, body, tc.code)
+		}
+	}
+	if code, _ := post(`{"op":`); code != 400 {
+		t.Errorf("a malformed request: %d, want 400", code)
+	}
+	if resp, err := http.Get("http://" + s.Addr() + "/topology"); err != nil || resp.StatusCode != 405 {
+		t.Errorf("GET /topology: %v %v, want 405", resp.StatusCode, err)
 	}
 }

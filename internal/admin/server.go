@@ -34,6 +34,9 @@ type Config struct {
 	// Rebuild starts a rebuild of this replica from its peers (POST /rebuild); false when
 	// not in cluster mode, or the rebuild's error.
 	Rebuild func() (bool, error)
+	// Topology runs an operator's membership change (POST /topology) and returns its
+	// report; nil when not in cluster mode.
+	Topology func(TopologyRequest) (string, error)
 	// Tiers is the tiered engine's status and budget (/tiers); nil when not tiered.
 	Tiers *Tiers
 	// Engine's report of its store answers /debug/store (engine.Reporter).
@@ -42,7 +45,8 @@ type Config struct {
 }
 
 // Server serves /metrics, /healthz, /cluster (ClusterStatus as JSON), /tiers
-// (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers),
+// (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers), /topology
+// (POST: a membership change),
 // /debug/store (the engine's report of its store, as text) and /debug/pprof.
 type Server struct {
 	srv *http.Server
@@ -63,6 +67,7 @@ func Serve(ln net.Listener, cfg Config) *Server {
 	mux.HandleFunc("/cluster", cfg.serveCluster)
 	mux.HandleFunc("/tiers", cfg.serveTiers)
 	mux.HandleFunc("/rebuild", cfg.serveRebuild)
+	mux.HandleFunc("/topology", cfg.serveTopology)
 	mux.HandleFunc("/debug/store", cfg.serveStore)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -25,6 +25,8 @@ type ClusterStatus struct {
 	Members          []MemberStatus `json:"members"`
 	Tokens           []TokenOwner   `json:"tokens"`
 	Hints            []HintStatus   `json:"hints"`
+	// Topology is the cluster metadata, for a node that follows the metadata log.
+	Topology *TopologyStatus `json:"topology,omitempty"`
 }
 
 // MemberStatus is one member in ClusterStatus.

@@ -59,8 +59,15 @@ type Member struct {
 	// Behind lists the members this member holds hints for (writes they have not had), as
 	// it last announced, at most a second late: they lag for some keys until the hints are
 	// replayed, and load-aware coordinators read around them.
-	Behind  []ring.NodeID `json:"behind,omitempty"`
-	Version uint64        `json:"version"`
+	Behind []ring.NodeID `json:"behind,omitempty"`
+	// Epoch is the cluster metadata's epoch the member has applied (--ring-source=log):
+	// a node that sees a member ahead pulls the metadata.
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Staged is a joiner started with --join=staged: it waits for kura admin commit.
+	Staged bool `json:"staged,omitempty"`
+	// Replaces is the dead node whose tokens this joiner takes (--replace).
+	Replaces ring.NodeID `json:"replaces,omitempty"`
+	Version  uint64      `json:"version"`
 	// Up is this node's failure detector's opinion; it is not gossiped or saved.
 	Up bool `json:"-"`
 }

@@ -112,6 +112,23 @@ type Config struct {
 	// peers' before it refuses the writes it would timestamp (docs/design/clocks.md); 0 sets
 	// no limit. Default 500 ms, CockroachDB's --max-offset.
 	MaxClockOffset time.Duration `yaml:"max_clock_offset"`
+
+	// Membership changes (docs/design/membership.md).
+
+	// RingSource is where the ring comes from: "log", the metadata log (ring versions
+	// every node agrees on, joins that stream before they serve), or "gossip", each
+	// node's tokens as it gossips them (kura before ring versions: a joiner serves its
+	// ranges empty).
+	RingSource string `yaml:"ring_source"`
+	// Join is how a new node joins: "auto", planned with the nodes registered within
+	// JoinBatchWindow of it, or "staged", waiting for an operator's kura admin commit.
+	Join            string        `yaml:"join"`
+	JoinBatchWindow time.Duration `yaml:"join_batch_window"`
+	// Replace is the ID of a dead node whose tokens this new node takes.
+	Replace string `yaml:"replace"`
+	// StreamLimit bounds what a node streams for membership changes, in bytes per
+	// second, sent and received each; 0 sets no limit.
+	StreamLimit int64 `yaml:"stream_limit"`
 }
 
 // Clustered reports whether the node joins a cluster (gossip_listen is set) rather than
@@ -178,6 +195,10 @@ func Default() Config {
 		HintWindow:             3 * time.Hour,
 		HintMaxBytes:           1 << 30,
 		MaxClockOffset:         500 * time.Millisecond,
+		RingSource:             "gossip",
+		Join:                   "auto",
+		JoinBatchWindow:        10 * time.Second,
+		StreamLimit:            64 << 20,
 	}
 }
 
@@ -247,6 +268,11 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.AsyncWriteTarget, "async-write-target", c.AsyncWriteTarget, "cluster mode, engine-aware and load-aware routing: each coordinator paces its asynchronous writes to a read-optimized replica (1,000 a second at first, 64 unanswered at most), halving the pace when that replica answers later than this or a synchronous replica on its host later than --write-fallback-after, and growing it while they answer in time; writes beyond the pace are deferred to hints, replayed as it allows. A B+tree in periodic durability answers within its sync interval (1 s) unless its disk cannot keep up. 0 sends every write at once")
 	fs.DurationVar(&c.HintWindow, "hint-window", c.HintWindow, "cluster mode: a replica unreachable for longer gets no more hints (it needs a repair); hints older than this are dropped")
 	fs.Int64Var(&c.HintMaxBytes, "hint-max-bytes", c.HintMaxBytes, "cluster mode: most bytes of hints a node keeps; more are dropped (and counted)")
+	fs.StringVar(&c.RingSource, "ring-source", c.RingSource, "cluster mode: where the ring comes from: log (the cluster metadata log: ring versions every node agrees on, and a joining node streams its ranges before it serves them) or gossip (each node's tokens as it gossips them; a joiner serves its ranges empty)")
+	fs.StringVar(&c.Join, "join", c.Join, "cluster mode with --ring-source=log: auto (a new node joins with the nodes that register within --join-batch-window of it) or staged (it registers and waits for kura admin commit)")
+	fs.DurationVar(&c.JoinBatchWindow, "join-batch-window", c.JoinBatchWindow, "cluster mode with --ring-source=log: nodes that register within this time of the first are planned as one change, so that starting several at once moves each range once")
+	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
+	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
 	fs.DurationVar(&c.MaxClockOffset, "max-clock-offset", c.MaxClockOffset, "cluster mode: the most a node's clock may be off from most of its peers' (estimated from the stamps of internode messages) before the node refuses the writes it would timestamp, with UNAVAILABLE, until its clock is back within it; reads go on, and the read-modify-write commands it coordinates run at a key's other replicas. Peers further off are flagged in kura admin status and kura_clock_offset_seconds. NTP keeps servers within milliseconds of each other, so an offset of 500ms (CockroachDB's default --max-offset) is a broken clock, and two writes to a key through different nodes that far apart, with no read between, cannot be ordered by a clock that wrong. 0 sets no limit (offsets are still reported)")
 	fs.StringVar(&c.HintsDir, "hints-dir", c.HintsDir, "cluster mode: directory of the hint store (writes kept for replicas that did not take them), e.g. on a disk less busy than the data's, as Cassandra's hints_directory; one per node; empty keeps it in the data directory (hints/). The node refuses to start if it is set and the data directory still holds hints")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
@@ -458,6 +484,14 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: request_timeout, hint_window and hint_max_bytes must be positive", ErrInvalid)
 	case c.MaxClockOffset < 0:
 		return fmt.Errorf("%w: max_clock_offset %v is negative (0 sets no limit)", ErrInvalid, c.MaxClockOffset)
+	case c.RingSource != "log" && c.RingSource != "gossip":
+		return fmt.Errorf("%w: ring_source %q (want log or gossip)", ErrInvalid, c.RingSource)
+	case c.Join != "auto" && c.Join != "staged":
+		return fmt.Errorf("%w: join %q (want auto or staged)", ErrInvalid, c.Join)
+	case c.JoinBatchWindow < 0 || c.StreamLimit < 0:
+		return fmt.Errorf("%w: join_batch_window and stream_limit must not be negative", ErrInvalid)
+	case c.RingSource == "gossip" && (c.Join != "auto" || c.Replace != ""):
+		return fmt.Errorf("%w: join and replace need ring_source log", ErrInvalid)
 	}
 	switch strings.ToUpper(c.Consistency) {
 	case "ONE", "TWO", "QUORUM", "ALL":

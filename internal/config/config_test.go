@@ -206,6 +206,12 @@ func TestClusterOptionsAreCheckedOnlyInClusterMode(t *testing.T) {
 		func(c *Config) { c.Consistency = "SOME" },
 		func(c *Config) { c.NumTokens = 1000 },
 		func(c *Config) { c.MaxClockOffset = -time.Millisecond },
+		func(c *Config) { c.RingSource = "raft" },
+		func(c *Config) { c.RingSource, c.Join = "log", "later" },
+		func(c *Config) { c.RingSource, c.StreamLimit = "log", -1 },
+		func(c *Config) { c.RingSource, c.JoinBatchWindow = "log", -time.Second },
+		func(c *Config) { c.Replace = "n1" },  // needs the log
+		func(c *Config) { c.Join = "staged" }, // needs the log
 	} {
 		d := c
 		bad(&d)
