@@ -26,6 +26,7 @@ import (
 	"github.com/kuradb/kura/internal/listener"
 	"github.com/kuradb/kura/internal/machine"
 	"github.com/kuradb/kura/internal/membership"
+	"github.com/kuradb/kura/internal/metalog"
 	"github.com/kuradb/kura/internal/move"
 	"github.com/kuradb/kura/internal/replica"
 	"github.com/kuradb/kura/internal/ring"
@@ -55,6 +56,9 @@ type clusterNode struct {
 	hintq    *hint.Queue // stores the request path's hints in hints, off that path
 	server   *transport.Server
 	ln       net.Listener
+	mux      *listener.Mux // splits ln between the transport and Raft (--ring-source=log)
+	rl       *ringLog      // the metadata log's driver; nil with --ring-source=gossip
+	metaP    atomic.Pointer[metalog.Log]
 	gossip   *membership.Gossip
 	strategy ring.Strategy
 	machine  *machine.Node
@@ -83,8 +87,9 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	reg prometheus.Registerer, internodeVersion int) (*clusterNode, error) {
 	nc := &nodeClock{Clock: clock, maxOffset: cfg.MaxClockOffset}
 	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
-		peers: transport.NewPool(transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion}), internodeVersion: internodeVersion,
-		changed: make(chan struct{}, 1), stop: make(chan struct{})}
+		internodeVersion: internodeVersion, changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	c.peers = transport.NewPool(transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion,
+		Epoch: c.epoch, ObserveEpoch: c.observeEpoch})
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
 	// the internode server starts before that is decided.
 	c.handler.SetRefilling(eng.Role() == ring.InMemory)
@@ -120,7 +125,15 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 		c.close(context.Background())
 		return nil, err
 	}
-	if saved, ok := view.Member(self.ID); ok && len(saved.Tokens) > 0 {
+	if c.mux != nil {
+		if c.rl, err = c.openRingLog(c.mux.Raft()); err != nil {
+			c.close(context.Background())
+			return nil, err
+		}
+		c.metaP.Store(c.rl.log)
+		self.Staged, self.Replaces = cfg.Join == "staged", ring.NodeID(cfg.Replace)
+	}
+	if saved, ok := c.savedSelf(view, self.ID); ok && len(saved.Tokens) > 0 {
 		self.Tokens, self.Status = saved.Tokens, cluster.Normal
 		// An in-memory engine lost what it took since its last snapshot (see refill.go).
 		self.Refilling = eng.Role() == ring.InMemory
@@ -137,6 +150,9 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	level, _ := coord.ParseLevel(c.cfg.Consistency) // validated by config
 	c.store = &clusterStore{m: c.machine, peer: c.peer, self: c.self, local: c.handler, level: level,
 		hints: c.hintq, metrics: c.metrics, log: c.log, clock: c.clock}
+	if c.rl != nil {
+		c.store.catchUp = c.rl.catchUp
+	}
 	c.storeP.Store(c.store)
 	c.gossip.Update(func(m *cluster.Member) { m.GossipAddr = c.gossip.Addr() }) // the bound port
 	c.refresh()
@@ -146,9 +162,16 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	go c.loadLoop()
 	go c.behindLoop()
 	go c.clockLoop()
-	if err := c.join(self); err != nil {
+	join := c.join
+	if c.rl != nil {
+		join = c.rl.joinLog
+	}
+	if err := join(self); err != nil {
 		c.close(context.Background())
 		return nil, err
+	}
+	if c.rl != nil {
+		c.rl.start()
 	}
 	if self.Refilling {
 		c.refilling.Store(true)
@@ -160,9 +183,9 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 }
 
 func (c *clusterNode) startServer() error {
-	srv, err := transport.NewServer(countingHandler{leaderHandler{c.handler, &c.storeP}, c.metrics},
+	srv, err := transport.NewServer(countingHandler{metaHandler{leaderHandler{c.handler, &c.storeP}, &c.metaP}, c.metrics},
 		transport.ServerConfig{Logger: c.log, Clock: c.clock, MaxClockAhead: c.cfg.MaxClockOffset,
-			MaxVersion: c.internodeVersion})
+			MaxVersion: c.internodeVersion, Epoch: c.epoch, ObserveEpoch: c.observeEpoch, RefuseStaleEpoch: refuseStale})
 	if err != nil {
 		return err
 	}
@@ -171,8 +194,26 @@ func (c *clusterNode) startServer() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	c.server, c.ln = srv, ln
+	if c.cfg.RingSource == "log" {
+		// The metadata log's Raft connections share the internode port (listener.Mux).
+		c.mux = listener.NewMux(ln)
+		ln = c.mux.Default()
+	}
 	go srv.Serve(ln)
 	return nil
+}
+
+// savedSelf is this node as it last knew itself: from the metadata log's saved state
+// with --ring-source=log, else from the saved gossip view.
+func (c *clusterNode) savedSelf(view *cluster.View, id ring.NodeID) (cluster.Member, bool) {
+	if c.rl == nil {
+		return view.Member(id)
+	}
+	m, ok := c.rl.selfMember()
+	if !ok {
+		return cluster.Member{}, false
+	}
+	return cluster.Member{ID: m.ID, Tokens: m.Tokens, Status: gossipStatus(m.State)}, true
 }
 
 // join contacts the seeds and, for a new node, picks its tokens from the ring it learned
@@ -301,9 +342,11 @@ func (c *clusterNode) refresh() {
 	// request path on a stale view until the next change.
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
-	r, err := c.gossip.Ring()
-	if err != nil {
-		r = nil
+	var r *ring.Ring
+	if c.rl != nil {
+		r = c.rl.ring()
+	} else if gr, err := c.gossip.Ring(); err == nil {
+		r = gr
 	}
 	c.machine.SetView(c.gossip.Members(), r)
 }
@@ -523,6 +566,9 @@ func (c *clusterNode) close(ctx context.Context) error {
 	var errs []error
 	close(c.stop)
 	c.wg.Wait()
+	if c.rl != nil {
+		errs = append(errs, c.rl.close())
+	}
 	if c.gossip != nil {
 		if err := datadir.WriteFileAtomic(filepath.Join(c.dir, viewFile), c.gossip.Snapshot()); err != nil {
 			errs = append(errs, err)
@@ -536,6 +582,9 @@ func (c *clusterNode) close(ctx context.Context) error {
 	if c.server != nil {
 		errs = append(errs, c.server.Shutdown(ctx))
 	}
+	if c.mux != nil {
+		c.mux.Close()
+	}
 	c.peers.Close()
 	if c.hintq != nil {
 		c.hintq.Close() // stores the hints still queued
@@ -548,9 +597,20 @@ func (c *clusterNode) close(ctx context.Context) error {
 
 // status builds the node's ClusterStatus.
 func (c *clusterNode) status() admin.ClusterStatus {
-	return admin.Status(admin.View{Self: c.self, ReplicationFactor: c.cfg.ReplicationFactor,
+	st := admin.Status(admin.View{Self: c.self, ReplicationFactor: c.cfg.ReplicationFactor,
 		Placement: c.cfg.Placement, Routing: c.cfg.Routing, Strategy: c.strategy, Ring: c.machine.Ring(),
 		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats(), Clocks: c.clock.snapshot()})
+	if c.rl != nil {
+		st.Topology = c.rl.status()
+		ms := c.rl.state.Load()
+		for i := range st.Members {
+			if m, ok := ms.Member(ring.NodeID(st.Members[i].ID)); ok {
+				st.Members[i].Status = m.State.String() // the log's, not gossip's
+				st.Members[i].Tokens = len(m.Tokens)
+			}
+		}
+	}
+	return st
 }
 
 // countingHandler counts and times the replica requests a handler serves.

@@ -15,6 +15,7 @@ import (
 	"github.com/kuradb/kura/internal/resp"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/transport"
 	"github.com/kuradb/kura/internal/wire"
 )
 
@@ -57,6 +58,20 @@ type clusterStore struct {
 	// leader runs the requests this node leads (leader.go); nil until the front end
 	// exists.
 	leader atomic.Pointer[leaderRunner]
+	// catchUp waits, briefly, until this node's placement has reached an epoch a replica
+	// refused a request for (transport.StaleEpochError), and reports whether it did; nil
+	// (--ring-source=gossip) never retries.
+	catchUp func(epoch uint64) bool
+}
+
+// staleRetries is how many times a request refused by a replica that knows a newer ring
+// is run again once this node has caught up.
+const staleRetries = 2
+
+// retryStale reports whether a request that ended with err, refused by some replica at
+// epoch stale (0: none), should run again: the node caught up with that epoch.
+func (s *clusterStore) retryStale(err error, stale uint64, attempt int) bool {
+	return err != nil && stale > 0 && attempt < staleRetries && s.catchUp != nil && s.catchUp(stale)
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)
@@ -115,6 +130,18 @@ func (s *clusterStore) applyOwnAt(level coord.Level, batch []row.Mutation, ownWr
 // write runs one write until its reply, then lets it finish (late answers still leave
 // hints) in the background. ownWritten: see applyOwnAt.
 func (s *clusterStore) write(level coord.Level, m row.Mutation, ownWritten bool) error {
+	for attempt := 0; ; attempt++ {
+		err, stale := s.writeOnce(level, m, ownWritten)
+		if !s.retryStale(err, stale, attempt) {
+			return err
+		}
+	}
+}
+
+// writeOnce writes m once, at this node's placement, and returns the write's error and
+// the newest epoch a replica refused it for (0: none).
+func (s *clusterStore) writeOnce(level coord.Level, m row.Mutation, ownWritten bool) (error, uint64) {
+	var stale uint64
 	start := time.Now()
 	op := writeOps.Get().(*machine.WriteOp)
 	r := s.m.StartWrite(op, start, m, level)
@@ -128,6 +155,9 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation, ownWritten bool)
 	for !r.Replied {
 		select {
 		case a := <-results:
+			if e, ok := transport.IsStaleEpoch(a.err); ok {
+				stale = max(stale, e)
+			}
 			r = op.Answer(a.at, a.from, a.err)
 		case <-t.c():
 			r = op.Timer(time.Now())
@@ -145,7 +175,7 @@ func (s *clusterStore) write(level coord.Level, m row.Mutation, ownWritten bool)
 	} else {
 		go s.finish(ctx, op, t, results, ownWritten) // the rest of the replicas' answers, for hints
 	}
-	return r.Reply.Err
+	return r.Reply.Err, stale
 }
 
 // writeOps recycles the machine's write ops, once done.
@@ -248,6 +278,18 @@ func (s *clusterStore) GetAt(level string, key []byte) (row.Row, bool, error) {
 }
 
 func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, error) {
+	for attempt := 0; ; attempt++ {
+		rw, found, err, stale := s.getOnce(level, key)
+		if !s.retryStale(err, stale, attempt) {
+			return rw, found, err
+		}
+	}
+}
+
+// getOnce reads key once, at this node's placement, and returns the newest epoch a
+// replica refused it for (0: none) with its answer.
+func (s *clusterStore) getOnce(level coord.Level, key []byte) (row.Row, bool, error, uint64) {
+	var stale uint64
 	start := time.Now()
 	key = append([]byte(nil), key...)
 	run := newReadRun(s, key)
@@ -268,6 +310,9 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, erro
 			if res.repair {
 				r = op.RepairAnswer(res.at, res.from, res.resp.Err)
 			} else {
+				if e, ok := transport.IsStaleEpoch(res.resp.Err); ok {
+					stale = max(stale, e)
+				}
 				r = op.Answer(res.at, res.from, res.resp)
 			}
 		case <-t.c():
@@ -287,13 +332,13 @@ func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, erro
 		time.AfterFunc(time.Until(op.Deadline()), run.ctx.Release)
 	}
 	if r.Reply.Err != nil {
-		return row.Row{}, false, r.Reply.Err
+		return row.Row{}, false, r.Reply.Err, stale
 	}
 	// A write this node timestamps after the read (a DEL, HSET, or a leader's read-modify-
 	// write) must land above what the read saw, even when another node's clock wrote it
 	// from ahead of this one's.
 	s.clock.observe(r.Reply.Row.Newest())
-	return r.Reply.Row, r.Reply.Found, nil
+	return r.Reply.Row, r.Reply.Found, nil, 0
 }
 
 // writable returns nil, or why this node refuses to timestamp writes (its clock is out of

@@ -156,7 +156,7 @@ func (n *Node) start() (err error) {
 			return fmt.Errorf("node: %w", err)
 		}
 		n.admin = admin.Serve(ln, admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
-			Rebuild: n.rebuild, Tiers: n.tiers, Engine: n.eng, Logger: log})
+			Rebuild: n.rebuild, Topology: n.changeTopology, Tiers: n.tiers, Engine: n.eng, Logger: log})
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {

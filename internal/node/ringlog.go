@@ -1,0 +1,595 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kuradb/kura/internal/cluster"
+	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/meta"
+	"github.com/kuradb/kura/internal/metalog"
+	"github.com/kuradb/kura/internal/move"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/stream"
+	"github.com/kuradb/kura/internal/topo"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// A node started with --ring-source=log follows the cluster metadata log
+// (docs/design/membership.md): the ring, its version (the epoch) and the change in flight
+// come from the log (package metalog, which runs Raft among a few voters and lets the
+// others pull), not from gossip, which keeps liveness, load and addresses. This file is
+// that mode's driver:
+//
+//   - onState turns every newer state into the machine's placement (writes of a moving
+//     range to its old and new replicas, reads from the old until it has moved) and into
+//     this node's gossip entry;
+//   - joinLog bootstraps a new cluster, or registers a new node through a seed;
+//   - leaderLoop, on the log's leader only, starts changes (joiners registered within the
+//     batching window, replacements) and moves them forward as transfers complete, with
+//     the decisions of package topo;
+//   - streamLoop pulls the transfers that come to this node (package stream), and
+//     reportLoop records the completed ones in the log (meta.TransfersDone);
+//   - topology serves the operator's changes (kura admin decommission, removenode, plan,
+//     commit, cancel, stream-limit).
+
+// Intervals of the mode's loops; variables for tests.
+var (
+	leaderInterval = 200 * time.Millisecond
+	reportInterval = 500 * time.Millisecond
+	streamInterval = time.Second
+)
+
+// ringLog is a node's part in the metadata log.
+type ringLog struct {
+	c        *clusterNode
+	log      *metalog.Log
+	streamer *stream.Streamer
+	recv     *stream.Limiter // the node's receive limit, shared by its transfers
+	send     *stream.Limiter // the node's send limit, shared by the stream pages it serves
+	state    atomic.Pointer[meta.State]
+	kick     chan struct{} // wakes streamLoop
+
+	mu      sync.Mutex
+	running map[stream.TransferID]bool // streamLoop's transfers in flight
+	failed  map[stream.TransferID]string
+	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
+	lastErr string                    // the leader loop's last refusal, logged once
+	rng     *rand.Rand
+}
+
+// openRingLog opens the node's metadata log in its data directory, taking the Raft
+// connections of mux, and its streamer. The state it saved is known at once.
+func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
+	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]bool{},
+		failed: map[stream.TransferID]string{}, first: map[ring.NodeID]time.Time{},
+		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit),
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	c.handler.StreamPacer = rl.send
+	var err error
+	rl.log, err = metalog.Open(filepath.Join(c.dir, "meta"), metalog.Config{ID: c.self, Addr: c.ln.Addr().String(),
+		Listener: raftLn, Call: c.callAddr, OnState: rl.onState, Logger: c.log.With("part", "metalog")})
+	if err != nil {
+		return nil, fmt.Errorf("node: metadata log: %w", err)
+	}
+	rl.streamer, err = stream.New(stream.Config{Dir: filepath.Join(c.dir, "streams"), Self: c.self,
+		Source: func(id ring.NodeID) (stream.Caller, error) { return c.peer(id) }, Sink: c.handler,
+		Receive: rl.recv, Logger: c.log.With("part", "stream")})
+	if err != nil {
+		rl.log.Close()
+		return nil, fmt.Errorf("node: streams: %w", err)
+	}
+	st := rl.log.State()
+	rl.state.Store(st)
+	if c.handler.Engine.Role() == ring.InMemory && st.Change != nil {
+		// An in-memory replica lost what it streamed: start its transfers over.
+		_ = rl.streamer.Discard(st.Change.ID)
+	}
+	return rl, nil
+}
+
+// onState takes a newer state from the log: the placement for the machine, the ring and
+// this node's gossip entry. It runs on the log's goroutine: it does not block.
+func (rl *ringLog) onState(st *meta.State) {
+	rl.state.Store(st)
+	rl.apply(st)
+	select {
+	case rl.kick <- struct{}{}:
+	default:
+	}
+}
+
+// apply hands st to the machine and gossip.
+func (rl *ringLog) apply(st *meta.State) {
+	c := rl.c
+	if st.Epoch == 0 {
+		return
+	}
+	p, err := meta.NewPlacement(st)
+	if err == nil {
+		err = c.machine.SetPlacement(st.Epoch, p)
+	}
+	if err != nil {
+		c.log.Error("metadata: cannot place keys at this epoch; keeping the last placement", "epoch", st.Epoch, "err", err)
+		return
+	}
+	if m, ok := st.Member(c.self); ok && m.State == meta.Left {
+		c.log.Info("decommissioned: this node is out of the ring and holds no range; it may be shut down", "epoch", st.Epoch)
+	}
+	if c.gossip != nil {
+		m, ok := st.Member(c.self)
+		c.gossip.Update(func(g *cluster.Member) {
+			if ok {
+				g.Status, g.Tokens = gossipStatus(m.State), slices.Clone(m.Tokens)
+			}
+			g.Epoch = st.Epoch
+		})
+	}
+	c.refresh()
+}
+
+// gossipStatus is the gossip status that mirrors a member's state in the log, for
+// admin status and for nodes that read the ring from gossip.
+func gossipStatus(s meta.MemberState) cluster.Status {
+	switch s {
+	case meta.Normal:
+		return cluster.Normal
+	case meta.Leaving:
+		return cluster.Leaving
+	case meta.Left, meta.Removed:
+		return cluster.Removed
+	}
+	return cluster.Joining
+}
+
+// ring is the current ring of the state, nil before the bootstrap.
+func (rl *ringLog) ring() *ring.Ring {
+	st := rl.state.Load()
+	if st == nil || st.Epoch == 0 {
+		return nil
+	}
+	r, err := st.CurrentRing()
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// selfMember returns this node as the log records it.
+func (rl *ringLog) selfMember() (meta.Member, bool) {
+	return rl.state.Load().Member(rl.c.self)
+}
+
+// joinLog brings this node into the log: nothing to do for a member (a restart), a
+// bootstrap of a new cluster with no seeds, else a registration through the seeds,
+// after which the leader plans its join.
+func (rl *ringLog) joinLog(self cluster.Member) error {
+	c := rl.c
+	seeds := c.cfg.SeedList()
+	if m, ok := rl.selfMember(); ok && (m.State == meta.Removed || m.State == meta.Left) {
+		return fmt.Errorf("node: this node (%s) was %s from the cluster at or before epoch %d: it holds stale data and "+
+			"must not serve it again; wipe its data directory (%s) to join anew", c.self, m.State, rl.state.Load().Epoch, c.dir)
+	}
+	if _, ok := rl.selfMember(); ok {
+		if len(seeds) > 0 {
+			if _, err := c.gossip.Join(seeds); err != nil {
+				c.log.Warn("no seed answered; serving with the saved ring", "seeds", seeds, "err", err)
+			}
+		}
+		rl.apply(rl.state.Load())
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if len(seeds) == 0 {
+		node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role}
+		tokens, err := move.Tokens(c.cfg.TokenAllocation, nil, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rl.rng)
+		if err != nil {
+			return err
+		}
+		st, err := rl.log.Bootstrap(ctx, meta.Bootstrap{Strategy: c.cfg.Placement, RF: c.cfg.ReplicationFactor,
+			Members: []meta.Member{{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role, Addr: self.InternodeAddr, Tokens: tokens}}})
+		if err != nil {
+			return fmt.Errorf("node: bootstrap the metadata log: %w", err)
+		}
+		rl.onState(st)
+		c.log.Info("bootstrapped a new cluster", "tokens", len(tokens), "epoch", st.Epoch)
+		return nil
+	}
+	for {
+		_, err := c.gossip.Join(seeds)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("node: join %v: %w", seeds, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Learn the state from any member gossip brought, then register.
+	for rl.state.Load().Epoch == 0 {
+		for _, m := range c.gossip.Members() {
+			if m.ID != c.self && m.InternodeAddr != "" && m.Up {
+				if err := rl.log.Pull(ctx, m.InternodeAddr); err != nil {
+					c.log.Debug("pulling the metadata", "from", m.ID, "err", err)
+				}
+			}
+		}
+		if rl.state.Load().Epoch > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("node: no member of %v gave the cluster metadata: %w", seeds, ctx.Err())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	reg := meta.Register{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role, Addr: self.InternodeAddr}
+	for {
+		st, err := rl.log.Propose(ctx, reg)
+		if err == nil {
+			rl.onState(st)
+			break
+		}
+		if errors.Is(err, meta.ErrMember) || errors.Is(err, meta.ErrInvalid) {
+			return fmt.Errorf("node: register with the cluster: %w", err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("node: register with the cluster: %w", err)
+		}
+		c.log.Info("registering with the cluster: retrying", "err", err)
+		time.Sleep(time.Second)
+	}
+	how := "the leader plans its join with the nodes registered within the batching window"
+	switch {
+	case c.cfg.Replace != "":
+		how = "it replaces " + c.cfg.Replace + " once that node is down"
+	case c.cfg.Join == "staged":
+		how = "it waits for kura admin commit"
+	}
+	c.log.Info("registered with the cluster: "+how, "epoch", rl.state.Load().Epoch)
+	return nil
+}
+
+// start starts the mode's loops on c's wait group.
+func (rl *ringLog) start() {
+	rl.c.wg.Add(3)
+	go rl.leaderLoop()
+	go rl.streamLoop()
+	go rl.reportLoop()
+}
+
+// leaderLoop, on the log's leader, starts and advances changes.
+func (rl *ringLog) leaderLoop() {
+	defer rl.c.wg.Done()
+	rl.c.every(leaderInterval, func() {
+		if st := rl.log.Status(); st.RaftState != "Leader" {
+			return
+		}
+		rl.lead(time.Now())
+	})
+}
+
+// lead is one round of the leader: advance the change in flight, or start one for the
+// joiners and replacements waiting.
+func (rl *ringLog) lead(now time.Time) {
+	st := rl.log.State()
+	if st.Epoch == 0 {
+		return
+	}
+	if st.Change != nil {
+		if e := topo.Advance(st); e != nil {
+			rl.propose(e, "advance change")
+		}
+		return
+	}
+	down := rl.down(st)
+	staged, replaces := map[ring.NodeID]bool{}, map[ring.NodeID]ring.NodeID{}
+	for _, g := range rl.c.gossip.Members() {
+		if g.Staged {
+			staged[g.ID] = true
+		}
+		if g.Replaces != "" {
+			staged[g.ID] = true // not a plain join
+			replaces[g.ID] = g.Replaces
+		}
+	}
+	for _, m := range st.Members {
+		if m.State == meta.Joining {
+			if _, ok := rl.first[m.ID]; !ok {
+				rl.first[m.ID] = now
+			}
+		}
+	}
+	ops := topo.Ops{Joins: topo.Joiners(st, rl.first, down, staged, now, rl.c.cfg.JoinBatchWindow)}
+	for id, old := range replaces {
+		if m, ok := st.Member(id); ok && m.State == meta.Joining && !down[id] && down[old] {
+			ops.Replaces = append(ops.Replaces, meta.Replacement{Old: old, New: id})
+		}
+	}
+	if ops.Empty() {
+		return
+	}
+	sc, _, err := topo.Plan(st, ops, rl.planConfig(), down, rl.rng)
+	if err != nil {
+		if msg := err.Error(); msg != rl.lastErr {
+			rl.lastErr = msg
+			rl.c.log.Warn("cannot start a change yet", "change", ops.String(), "err", err)
+		}
+		return
+	}
+	rl.propose(sc, "start change: "+ops.String())
+}
+
+// planConfig is how this node plans changes: the data's size for balancing the sources
+// and estimating bytes is the members' announced loads over the replication factor.
+func (rl *ringLog) planConfig() topo.Config {
+	level, _ := coord.ParseLevel(rl.c.cfg.Consistency) // validated by config
+	var load int64
+	for _, g := range rl.c.gossip.Members() {
+		load += g.Load
+	}
+	size := max(load/int64(max(rl.c.cfg.ReplicationFactor, 1)), 1)
+	return topo.Config{TokenAllocation: rl.c.cfg.TokenAllocation, NumTokens: rl.c.cfg.NumTokens, Level: level, Sizes: move.Uniform(size)}
+}
+
+// propose proposes e and logs the outcome.
+func (rl *ringLog) propose(e meta.Entry, what string) (*meta.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := rl.log.Propose(ctx, e)
+	if err != nil {
+		rl.c.log.Warn("metadata: "+what+" refused", "err", err)
+		return nil, err
+	}
+	rl.c.log.Info("metadata: "+what, "epoch", st.Epoch)
+	return st, nil
+}
+
+// down returns the members of st that gossip holds down (or has never heard of).
+func (rl *ringLog) down(st *meta.State) map[ring.NodeID]bool {
+	up := map[ring.NodeID]bool{}
+	for _, g := range rl.c.gossip.Members() {
+		if g.Up {
+			up[g.ID] = true
+		}
+	}
+	out := map[ring.NodeID]bool{}
+	for _, m := range st.Members {
+		if !up[m.ID] && (m.State == meta.Normal || m.State == meta.Leaving || m.State == meta.Joining) {
+			out[m.ID] = true
+		}
+	}
+	return out
+}
+
+// streamLoop starts the transfers to this node of the change in flight.
+func (rl *ringLog) streamLoop() {
+	defer rl.c.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-rl.c.stop
+		cancel()
+	}()
+	t := time.NewTicker(streamInterval)
+	defer t.Stop()
+	var last uint64 // the change whose progress this node may hold
+	for {
+		st := rl.state.Load()
+		if c := st.Change; c != nil {
+			if last != 0 && last != c.ID {
+				rl.discard(last)
+			}
+			last = c.ID
+			rl.startTransfers(ctx, st)
+		} else if last != 0 && rl.discard(last) {
+			last = 0
+		}
+		select {
+		case <-rl.c.stop:
+			return
+		case <-rl.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// discard drops the progress of a change that ended, once no transfer of it runs.
+func (rl *ringLog) discard(change uint64) bool {
+	err := rl.streamer.Discard(change)
+	if err != nil && !errors.Is(err, stream.ErrRunning) {
+		rl.c.log.Warn("discarding the progress of a finished change", "change", change, "err", err)
+	}
+	return err == nil
+}
+
+// startTransfers starts every transfer of st's change to this node not done yet and not
+// running. A transfer whose source is not the replica leaving the range may lack a
+// write that replica took alone, so the range's other old replicas are its alternatives.
+func (rl *ringLog) startTransfers(ctx context.Context, st *meta.State) {
+	c := st.Change
+	for _, j := range stream.Jobs(c.ID, c.Transfers, rl.c.self) {
+		if c.Done[j.ID.Index] {
+			continue
+		}
+		rl.mu.Lock()
+		running := rl.running[j.ID]
+		if !running {
+			rl.running[j.ID] = true
+		}
+		rl.mu.Unlock()
+		if running {
+			continue
+		}
+		if r := c.RangeOf(j.Transfer.Range); r >= 0 {
+			for _, id := range c.Ranges[r].Old {
+				if id != j.Transfer.Source {
+					j.Alternatives = append(j.Alternatives, id)
+				}
+			}
+		}
+		go func() {
+			err := rl.streamer.Run(ctx, j)
+			rl.mu.Lock()
+			delete(rl.running, j.ID)
+			if err != nil && ctx.Err() == nil {
+				rl.failed[j.ID] = err.Error()
+			} else {
+				delete(rl.failed, j.ID)
+			}
+			rl.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				rl.c.log.Warn("stream failed; it is retried", "transfer", j.ID, "source", j.Transfer.Source, "err", err)
+			}
+			select {
+			case rl.kick <- struct{}{}:
+			default:
+			}
+		}()
+	}
+}
+
+// reportLoop records the transfers this node completed in the log.
+func (rl *ringLog) reportLoop() {
+	defer rl.c.wg.Done()
+	rl.c.every(reportInterval, func() {
+		st := rl.state.Load()
+		c := st.Change
+		if c == nil {
+			return
+		}
+		done, err := rl.streamer.Completed(c.ID)
+		if err != nil {
+			return
+		}
+		var report []int
+		for _, id := range done {
+			if id.Index < len(c.Done) && !c.Done[id.Index] && c.Transfers[id.Index].Destination == rl.c.self {
+				report = append(report, id.Index)
+			}
+		}
+		if len(report) > 0 {
+			rl.propose(meta.TransfersDone{Change: c.ID, Transfers: report}, fmt.Sprintf("%d transfers done", len(report)))
+		}
+	})
+}
+
+// describe is the change in flight for admin status.
+func describeChange(c *meta.Change) string {
+	var parts []string
+	add := func(what string, ids []ring.NodeID) {
+		if len(ids) > 0 {
+			s := make([]string, len(ids))
+			for i, id := range ids {
+				s[i] = string(id)
+			}
+			parts = append(parts, what+" "+strings.Join(s, ","))
+		}
+	}
+	add("join", c.Joins)
+	add("decommission", c.Leaves)
+	add("remove", c.Removes)
+	for _, r := range c.Replaces {
+		parts = append(parts, fmt.Sprintf("replace %s with %s", r.Old, r.New))
+	}
+	if len(parts) == 0 {
+		return "moving ranges back"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// close stops the log.
+func (rl *ringLog) close() error {
+	return rl.log.Close()
+}
+
+// metaHandler answers the metadata log's requests (wire.MethodMeta) with the node's log,
+// and hands every other request on.
+type metaHandler struct {
+	next interface {
+		Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+	}
+	log *atomic.Pointer[metalog.Log]
+}
+
+// errNoMetaLog answers a metadata request on a node that does not follow the log.
+var errNoMetaLog = errors.New("node: this node does not follow the metadata log (--ring-source=gossip)")
+
+func (h metaHandler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
+	if method != wire.MethodMeta {
+		return h.next.Handle(ctx, method, payload)
+	}
+	l := h.log.Load()
+	if l == nil {
+		return nil, errNoMetaLog
+	}
+	return l.Handle(ctx, payload)
+}
+
+// callAddr sends an internode request to the node at an internode address (the
+// metadata log knows its peers by address).
+func (c *clusterNode) callAddr(ctx context.Context, addr string, method uint16, payload []byte) ([]byte, error) {
+	cl, err := c.peers.Get("addr "+addr, addr)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Call(ctx, method, payload)
+}
+
+// epoch is the ring version this node routes by, which internode frames carry: 0 before
+// it has a placement (and always with --ring-source=gossip).
+func (c *clusterNode) epoch() uint64 {
+	if c.machine == nil {
+		return 0
+	}
+	return c.machine.Epoch()
+}
+
+// observeEpoch takes a newer epoch a peer's frame carried: the log pulls it soon. It
+// runs on the transport's reader goroutines: it does not block.
+func (c *clusterNode) observeEpoch(uint64) {
+	if l := c.metaP.Load(); l != nil {
+		l.Poke()
+	}
+}
+
+// refuseStale says which requests a replica refuses when they were planned at an older
+// ring than its own: those that read or write rows for a client (the coordinator
+// catches up and runs them again). Streams, hints' replays and the metadata log's own
+// requests are served whatever the epoch: they do not depend on who owns what.
+func refuseStale(method uint16) bool {
+	switch method {
+	case wire.MethodRead, wire.MethodScanRead, wire.MethodLeader:
+		return true
+	case wire.MethodWrite:
+		return true
+	}
+	return false
+}
+
+// catchUpWait bounds how long a request refused for a stale epoch waits for this node to
+// reach it before failing as it was.
+const catchUpWait = 2 * time.Second
+
+// catchUp waits until this node's placement reaches epoch (pulling it from the log),
+// for up to catchUpWait, and reports whether it did.
+func (rl *ringLog) catchUp(epoch uint64) bool {
+	deadline := time.Now().Add(catchUpWait)
+	for rl.c.machine.Epoch() < epoch {
+		if time.Now().After(deadline) {
+			return false
+		}
+		rl.log.Poke()
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
