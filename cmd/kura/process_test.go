@@ -54,7 +54,14 @@ var readyLine = regexp.MustCompile(`kura node ready.*listen=(\S+) admin=(\S+)`)
 // startKura runs `kura server` on ephemeral ports and waits until it is ready.
 func startKura(t *testing.T, args ...string) *proc {
 	t.Helper()
-	args = append([]string{"server", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
+	return startKuraAt(t, "127.0.0.1:0", "127.0.0.1:0", args...)
+}
+
+// startKuraAt runs `kura server` with its RESP and admin listeners on listen and admin,
+// and waits until it is ready.
+func startKuraAt(t *testing.T, listen, adminAddr string, args ...string) *proc {
+	t.Helper()
+	args = append([]string{"server", "--listen", listen, "--admin-listen", adminAddr}, args...)
 	p := &proc{cmd: exec.Command(kuraBin, args...), done: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/admin"
+)
+
+// ringNode is a `kura server --ring-source=log` process of a membership test, on ports
+// from a block freeBasePort found free.
+type ringNode struct {
+	*proc
+	id   string
+	args []string
+}
+
+// startRingNode starts node k of a test cluster: gossip on base+k, internode on
+// base+1000+k, RESP on base+2000+k, admin on base+3000+k; seeds is the gossip address to
+// join through, empty for the first node.
+func startRingNode(t *testing.T, dir string, base, k int, seeds string, extra ...string) *ringNode {
+	t.Helper()
+	port := func(off int) string { return "127.0.0.1:" + strconv.Itoa(base+off+k) }
+	args := []string{"--engine", "lsm", "--data-dir", fmt.Sprintf("%s/n%d", dir, k), "--host", fmt.Sprintf("h%d", k),
+		"--gossip-listen", port(0), "--internode-listen", port(1000), "--ring-source", "log",
+		"--join-batch-window", "2s", "--num-tokens", "4", "--request-timeout", "5s"}
+	if seeds != "" {
+		args = append(args, "--seeds", seeds)
+	}
+	args = append(args, extra...)
+	p := startKuraAt(t, port(2000), port(3000), args...)
+	n := &ringNode{proc: p, args: args}
+	m := regexpID.FindStringSubmatch(p.logs())
+	if m == nil {
+		t.Fatalf("no node ID in the ready line:\n%s", p.logs())
+	}
+	n.id = m[1]
+	return n
+}
+
+// regexpID finds a node's ID in its ready line.
+var regexpID = regexp.MustCompile(`kura node ready"? id=(\S+)`)
+
+// runKura runs the kura binary with args and returns its combined output.
+func runKura(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(kuraBin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// waitTopology polls a node's admin status until ok accepts it, for up to limit.
+func waitTopology(t *testing.T, adminAddr, what string, limit time.Duration, ok func(*admin.ClusterStatus) bool) *admin.ClusterStatus {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var last *admin.ClusterStatus
+	for {
+		st, err := fetchStatus(context.Background(), adminAddr)
+		if err == nil && st.Topology != nil {
+			last = st
+			if ok(st) {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			var sb strings.Builder
+			if last != nil {
+				printStatus(&sb, last)
+			}
+			t.Fatalf("%s: not reached in %v (last error %v)\n%s", what, limit, err, sb.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// settled says the ring has the given number of normal members and no change in flight.
+func settled(normal int) func(*admin.ClusterStatus) bool {
+	return func(st *admin.ClusterStatus) bool {
+		n := 0
+		for _, m := range st.Members {
+			if m.Status == "normal" {
+				n++
+			}
+		}
+		return n == normal && st.Topology.Change == nil
+	}
+}
+
+// monotonic is a real Redis client's workload: writers that each own some keys and write
+// them with increasing counters at the connection's level (QUORUM), and read them back,
+// checking that no read returns a counter older than one already acknowledged to them.
+type monotonic struct {
+	mu         sync.Mutex
+	acked      map[string]int // key -> highest counter acknowledged
+	writes     int
+	reads      int
+	failures   int
+	violations []string
+	static     int // keys s-0 .. s-(static-1) hold v-i, written before the workload
+	stop       chan struct{}
+	wg         sync.WaitGroup
+}
+
+func startMonotonic(clients []*redis.Client, writers, keysPer, static int, seed uint64) *monotonic {
+	w := &monotonic{acked: map[string]int{}, static: static, stop: make(chan struct{})}
+	for c := range writers {
+		w.wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			client := clients[c%len(clients)]
+			ctx := context.Background()
+			next := map[string]int{}
+			for {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				if w.static > 0 && rng.IntN(4) == 0 {
+					// A key written once before the changes: never rewritten, so only the
+					// streams can have brought it to a range's new replicas.
+					i := rng.IntN(w.static)
+					got, err := client.Get(ctx, fmt.Sprintf("s-%d", i)).Result()
+					w.mu.Lock()
+					switch {
+					case err == redis.Nil || err == nil && got != fmt.Sprintf("v-%d", i):
+						w.violations = append(w.violations, fmt.Sprintf("s-%d: read %q (%v), v-%d acknowledged before the changes", i, got, err, i))
+					case err != nil:
+						w.failures++
+					}
+					w.reads++
+					w.mu.Unlock()
+					continue
+				}
+				key := fmt.Sprintf("m%d-%d", c, rng.IntN(keysPer))
+				if rng.IntN(2) == 0 {
+					next[key]++
+					n := next[key]
+					err := client.Set(ctx, key, strconv.Itoa(n), 0).Err()
+					w.mu.Lock()
+					if err == nil {
+						w.acked[key] = max(w.acked[key], n)
+						w.writes++
+					} else {
+						w.failures++
+					}
+					w.mu.Unlock()
+				} else {
+					w.mu.Lock()
+					want := w.acked[key]
+					w.mu.Unlock()
+					got, err := client.Get(ctx, key).Result()
+					w.mu.Lock()
+					switch {
+					case err == redis.Nil && want > 0:
+						w.violations = append(w.violations, fmt.Sprintf("%s: not found, %d acknowledged", key, want))
+					case err != nil && err != redis.Nil:
+						w.failures++
+					case err == nil:
+						if v, _ := strconv.Atoi(got); v < want {
+							w.violations = append(w.violations, fmt.Sprintf("%s: read %d, %d acknowledged", key, v, want))
+						}
+					}
+					w.reads++
+					w.mu.Unlock()
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	return w
+}
+
+func (w *monotonic) stopAndWait() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+func (w *monotonic) counts() (writes, reads, failures int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes, w.reads, w.failures
+}
+
+// TestMembershipChangesUnderQuorumClients is issue 32's must-show: while real Redis
+// clients write and read at QUORUM without pause, two nodes join at once, one is
+// decommissioned, and one is killed (SIGKILL) and removed; afterwards every acknowledged
+// write reads back at QUORUM through every node and at ALL, and no read during the
+// changes returned a value older than one already acknowledged to its client. Seeded
+// (KURA_MEMBERSHIP_SEED repeats the clients' choices).
+func TestMembershipChangesUnderQuorumClients(t *testing.T) {
+	seed := rand.Uint64()
+	if s := os.Getenv("KURA_MEMBERSHIP_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d (KURA_MEMBERSHIP_SEED=%d to repeat)", seed, seed)
+	base := freeBasePort(t, 6)
+	dir := t.TempDir()
+	seeds := "127.0.0.1:" + strconv.Itoa(base+1)
+	nodes := map[int]*ringNode{1: startRingNode(t, dir, base, 1, "")}
+	for k := 2; k <= 3; k++ {
+		nodes[k] = startRingNode(t, dir, base, k, seeds)
+	}
+	waitTopology(t, nodes[1].adminAddr, "3 normal members", time.Minute, settled(3))
+
+	c1 := redis.NewClient(&redis.Options{Addr: nodes[1].addr, PoolSize: 8, MaxRetries: -1})
+	defer c1.Close()
+	const static = 2000
+	pipe := c1.Pipeline()
+	for i := range static {
+		pipe.Set(context.Background(), fmt.Sprintf("s-%d", i), fmt.Sprintf("v-%d", i), 0)
+	}
+	if _, err := pipe.Exec(context.Background()); err != nil {
+		t.Fatalf("loading %d keys: %v", static, err)
+	}
+	work := startMonotonic([]*redis.Client{c1}, 4, 250, static, seed)
+	defer func() {
+		select {
+		case <-work.stop:
+		default:
+			work.stopAndWait()
+		}
+	}()
+	pause := func(what string) {
+		time.Sleep(time.Second)
+		w, r, f := work.counts()
+		t.Logf("%s: %d writes and %d reads acknowledged so far, %d failed", what, w, r, f)
+	}
+	pause("3 nodes")
+
+	// Two nodes join at once: one change.
+	var wg sync.WaitGroup
+	for k := 4; k <= 5; k++ {
+		wg.Go(func() { nodes[k] = startRingNode(t, dir, base, k, seeds) })
+	}
+	wg.Wait()
+	st := waitTopology(t, nodes[1].adminAddr, "5 normal members", 2*time.Minute, settled(5))
+	t.Logf("joined at epoch %d", st.Topology.Epoch)
+	pause("2 joined")
+
+	// Decommission node 3 through its own admin address.
+	out, err := runKura(t, "admin", "decommission", "--admin", nodes[3].adminAddr)
+	if err != nil {
+		t.Fatalf("decommission: %v\n%s", err, out)
+	}
+	st = waitTopology(t, nodes[1].adminAddr, "node 3 decommissioned", 2*time.Minute, settled(4))
+	t.Logf("decommissioned at epoch %d", st.Topology.Epoch)
+	pause("1 decommissioned")
+
+	// Kill node 2 and remove it.
+	if err := nodes[2].kill(t, syscall.SIGKILL); err == nil {
+		t.Fatal("node 2 exited cleanly after SIGKILL")
+	}
+	waitTopology(t, nodes[1].adminAddr, "node 2 down", time.Minute, func(st *admin.ClusterStatus) bool {
+		for _, m := range st.Members {
+			if m.ID == nodes[2].id {
+				return !m.Up
+			}
+		}
+		return false
+	})
+	for {
+		out, err = runKura(t, "admin", "removenode", "--admin", nodes[1].adminAddr, nodes[2].id)
+		if err == nil || !strings.Contains(out, "live") {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // the leader's failure detector may lag ours
+	}
+	if err != nil {
+		t.Fatalf("removenode: %v\n%s", err, out)
+	}
+	st = waitTopology(t, nodes[1].adminAddr, "node 2 removed", 2*time.Minute, settled(3))
+	t.Logf("removed at epoch %d", st.Topology.Epoch)
+	pause("1 removed")
+	work.stopAndWait()
+
+	w, r, f := work.counts()
+	t.Logf("%d writes and %d reads acknowledged during the changes, %d failed", w, r, f)
+	if len(work.violations) > 0 {
+		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(work.violations), work.violations[:min(5, len(work.violations))])
+	}
+	if w < 100 {
+		t.Errorf("only %d writes acknowledged: the workload did not run through the changes", w)
+	}
+	acked := map[string]string{}
+	for k, v := range work.acked {
+		acked[k] = strconv.Itoa(v)
+	}
+	for i := range static {
+		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
+	}
+	// Every acknowledged write reads back at QUORUM through every node left, and at ALL.
+	for _, k := range []int{1, 4, 5} {
+		c := redis.NewClient(&redis.Options{Addr: nodes[k].addr, MaxRetries: -1})
+		ctx := context.Background()
+		missing := 0
+		for key, v := range acked {
+			got, err := c.Get(ctx, key).Result()
+			n, _ := strconv.Atoi(got)
+			if err != nil || strings.HasPrefix(key, "s-") && got != v || !strings.HasPrefix(key, "s-") && n < work.acked[key] {
+				missing++
+				if missing < 5 {
+					t.Errorf("through node %d: %s=%s acknowledged, reads %q (%v) at QUORUM", k, key, v, got, err)
+				}
+			}
+		}
+		if missing > 0 {
+			t.Errorf("through node %d: %d of %d acknowledged keys read back older or not at all", k, missing, len(acked))
+		}
+		c.Close()
+	}
+	// At ALL, every replica answers: each holds the newest acknowledged value or newer.
+	atAll := map[string]string{}
+	for key := range acked {
+		got, _ := c1.Get(context.Background(), key).Result()
+		atAll[key] = got // the newest, possibly a write acknowledged to no one
+	}
+	if missing := missingAtAll(t, c1, atAll); missing > 0 {
+		t.Errorf("%d keys read differently at ALL", missing)
+	}
+}
