@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -23,8 +24,9 @@ import (
 // b.RunParallel with 16 goroutines sharing one client (one connection each for kura and
 // gRPC), which is where write coalescing counts. Both servers copy the request into a
 // fresh response, and both clients return a fresh slice. kura stamps every frame with a
-// clock and observes the peer's, as nodes do (frame version 2); kura-v1 speaks version 1,
-// without clocks, which is what the stamps cost.
+// clock and a ring epoch and observes the peer's, as nodes do (frame version 2, both nodes
+// at the same epoch, stale requests refused); kura-v1 speaks version 1, without clocks or
+// epochs, which is what the stamps cost.
 func BenchmarkPing(b *testing.B) {
 	for _, size := range []int{16, 1024} {
 		for _, callers := range []int{1, 16} {
@@ -78,19 +80,31 @@ func kuraPinger(b *testing.B, version int) pinger {
 	// The caller takes a timestamp per call, as a coordinator does for a write, in both
 	// versions; in version 2 the connections carry it.
 	now := hlc.New(nil)
-	var sc, cc Clock
+	scfg, ccfg := ServerConfig{MaxVersion: version}, ClientConfig{MaxVersion: version}
 	if version != Version1 {
-		sc, cc = hlc.New(nil), now
+		scfg.Clock, ccfg.Clock = hlc.New(nil), now
+		// Two nodes at the same epoch, hooked up as a node's are: an atomic load, a
+		// record of the largest epoch seen, every method refused when stale.
+		var serverEpoch, clientEpoch, seen atomic.Uint64
+		serverEpoch.Store(7)
+		clientEpoch.Store(7)
+		observe := func(e uint64) {
+			for old := seen.Load(); e > old && !seen.CompareAndSwap(old, e); old = seen.Load() {
+			}
+		}
+		scfg.Epoch, scfg.ObserveEpoch = serverEpoch.Load, observe
+		scfg.RefuseStaleEpoch = func(uint16) bool { return true }
+		ccfg.Epoch, ccfg.ObserveEpoch = clientEpoch.Load, observe
 	}
 	s, err := NewServer(HandlerFunc(func(_ context.Context, _ uint16, p []byte) ([]byte, error) {
 		return bytes.Clone(p), nil
-	}), ServerConfig{Clock: sc, MaxVersion: version})
+	}), scfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ln := listenLoopback(b)
 	go s.Serve(ln)
-	c, err := NewClient(ln.Addr().String(), ClientConfig{Clock: cc, MaxVersion: version})
+	c, err := NewClient(ln.Addr().String(), ccfg)
 	if err != nil {
 		b.Fatal(err)
 	}
