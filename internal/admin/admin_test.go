@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/hint"
@@ -169,5 +171,36 @@ func TestTopologyEndpoint(t *testing.T) {
 	}
 	if resp, err := http.Get("http://" + s.Addr() + "/topology"); err != nil || resp.StatusCode != 405 {
 		t.Errorf("GET /topology: %v %v, want 405", resp.StatusCode, err)
+	}
+}
+
+// The membership collector exports the epoch, what each peer streamed to the node, what
+// its replica streamed out, and the change's transfers by state.
+func TestMembershipCollector(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(MembershipCollector(func() MembershipStats {
+		return MembershipStats{Epoch: 7, SentBytes: 300, Transfers: 5, TransfersDone: 2,
+			Received: map[string]PeerStream{"n2": {Bytes: 1000, Ranges: 3, Failures: 1}}}
+	}))
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{"kura_metadata_epoch": 7, "kura_stream_received_bytes_total/n2": 1000,
+		"kura_stream_received_ranges_total/n2": 3, "kura_stream_failures_total/n2": 1, "kura_stream_sent_bytes_total": 300,
+		"kura_membership_change_transfers/done": 2, "kura_membership_change_transfers/pending": 3} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", name, got[name], want, got)
+		}
 	}
 }

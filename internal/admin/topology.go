@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TopologyStatus is the cluster metadata as a node running --ring-source=log has it
@@ -103,4 +105,60 @@ func (cfg *Config) serveTopology(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, out)
 	}
+}
+
+// MembershipStats is what a node following the metadata log reports at scrape time.
+type MembershipStats struct {
+	Epoch uint64
+	// Received is what this node's streams received, by source: bytes (encoded pages)
+	// and transfers completed.
+	Received map[string]PeerStream
+	// SentBytes are the encoded stream pages this node's replica sent, to every peer.
+	SentBytes int64
+	// Transfers and TransfersDone are the change in flight's (0 when none).
+	Transfers, TransfersDone int
+}
+
+// PeerStream is what one peer sent this node's streams.
+type PeerStream struct {
+	Bytes, Ranges, Failures int64
+}
+
+var (
+	epochDesc = prometheus.NewDesc("kura_metadata_epoch",
+		"The cluster metadata's epoch (ring version) this node routes by.", nil, nil)
+	streamRecvBytesDesc = prometheus.NewDesc("kura_stream_received_bytes_total",
+		"Bytes of stream pages (rows as encoded on the wire) this node received for membership changes, by source.", []string{"peer"}, nil)
+	streamRecvRangesDesc = prometheus.NewDesc("kura_stream_received_ranges_total",
+		"Transfers (ranges) this node completed receiving, by the source of their last page.", []string{"peer"}, nil)
+	streamFailuresDesc = prometheus.NewDesc("kura_stream_failures_total",
+		"Stream page requests that failed and were asked again, by source.", []string{"peer"}, nil)
+	streamSentBytesDesc = prometheus.NewDesc("kura_stream_sent_bytes_total",
+		"Bytes of stream pages this node's replica sent for membership changes.", nil, nil)
+	changeTransfersDesc = prometheus.NewDesc("kura_membership_change_transfers",
+		"Transfers of the membership change in flight, by state (done, pending); 0 when none is.", []string{"state"}, nil)
+)
+
+// MembershipCollector exports, at scrape time, what stats returns.
+type MembershipCollector func() MembershipStats
+
+// Describe implements prometheus.Collector.
+func (f MembershipCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{epochDesc, streamRecvBytesDesc, streamRecvRangesDesc, streamFailuresDesc, streamSentBytesDesc, changeTransfersDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (f MembershipCollector) Collect(ch chan<- prometheus.Metric) {
+	s := f()
+	ch <- prometheus.MustNewConstMetric(epochDesc, prometheus.GaugeValue, float64(s.Epoch))
+	for peer, p := range s.Received {
+		ch <- prometheus.MustNewConstMetric(streamRecvBytesDesc, prometheus.CounterValue, float64(p.Bytes), peer)
+		ch <- prometheus.MustNewConstMetric(streamRecvRangesDesc, prometheus.CounterValue, float64(p.Ranges), peer)
+		ch <- prometheus.MustNewConstMetric(streamFailuresDesc, prometheus.CounterValue, float64(p.Failures), peer)
+	}
+	ch <- prometheus.MustNewConstMetric(streamSentBytesDesc, prometheus.CounterValue, float64(s.SentBytes))
+	ch <- prometheus.MustNewConstMetric(changeTransfersDesc, prometheus.GaugeValue, float64(s.TransfersDone), "done")
+	ch <- prometheus.MustNewConstMetric(changeTransfersDesc, prometheus.GaugeValue, float64(s.Transfers-s.TransfersDone), "pending")
 }

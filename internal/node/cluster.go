@@ -131,6 +131,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 			return nil, err
 		}
 		c.metaP.Store(c.rl.log)
+		reg.MustRegister(admin.MembershipCollector(c.rl.stats))
 		self.Staged, self.Replaces = cfg.Join == "staged", ring.NodeID(cfg.Replace)
 	}
 	if saved, ok := c.savedSelf(view, self.ID); ok && len(saved.Tokens) > 0 {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/meta"
@@ -481,6 +482,24 @@ func (rl *ringLog) reportLoop() {
 			rl.propose(meta.TransfersDone{Change: c.ID, Transfers: report}, fmt.Sprintf("%d transfers done", len(report)))
 		}
 	})
+}
+
+// stats is what the node's membership metrics report (admin.MembershipCollector).
+func (rl *ringLog) stats() admin.MembershipStats {
+	st := rl.state.Load()
+	out := admin.MembershipStats{Epoch: rl.c.machine.Epoch(), SentBytes: rl.c.handler.StreamBytesSent(), Received: map[string]admin.PeerStream{}}
+	for id, p := range rl.streamer.Peers() {
+		out.Received[string(id)] = admin.PeerStream{Bytes: p.Bytes, Ranges: p.Ranges, Failures: p.Failures}
+	}
+	if c := st.Change; c != nil {
+		out.Transfers = len(c.Transfers)
+		for _, d := range c.Done {
+			if d {
+				out.TransfersDone++
+			}
+		}
+	}
+	return out
 }
 
 // describe is the change in flight for admin status.

@@ -38,12 +38,18 @@ type Handler struct {
 	// (scans without the flag, or of version 1) are never paced.
 	StreamPacer Pacer
 
-	refilling atomic.Bool
+	streamSent atomic.Int64 // encoded stream pages sent (StreamBytesSent)
+	refilling  atomic.Bool
 	// flushMu orders writes and FLUSHALLs (flush.go): a write holds it shared from
 	// reading flushedAt until its batch is applied, a flush exclusively to raise it.
 	flushMu   sync.RWMutex
 	flushedAt int64 // the last FLUSHALL's timestamp since start
 }
+
+// StreamBytesSent returns the bytes of the stream pages (scans with wire.ScanRequest.Stream)
+// this replica has answered: what membership changes moved from it, counted at the
+// sender.
+func (h *Handler) StreamBytesSent() int64 { return h.streamSent.Load() }
 
 // Pacer paces bytes sent. Wait blocks until n more bytes may go, or ctx ends (its error);
 // it is safe for concurrent use. stream.Limiter is one.
@@ -161,6 +167,9 @@ func (h *Handler) scan(ctx context.Context, payload []byte) ([]byte, error) {
 		if err := h.StreamPacer.Wait(ctx, len(b)); err != nil {
 			return nil, fmt.Errorf("replica: scan: waiting for the stream send limit: %w", err)
 		}
+	}
+	if req.Stream {
+		h.streamSent.Add(int64(len(b)))
 	}
 	return b, nil
 }
