@@ -68,10 +68,19 @@ type clusterStore struct {
 // is run again once this node has caught up.
 const staleRetries = 2
 
-// retryStale reports whether a request that ended with err, refused by some replica at
-// epoch stale (0: none), should run again: the node caught up with that epoch.
-func (s *clusterStore) retryStale(err error, stale uint64, attempt int) bool {
-	return err != nil && stale > 0 && attempt < staleRetries && s.catchUp != nil && s.catchUp(stale)
+// retryStale reports whether a request should run again: it ended with err, refused by
+// some replica at epoch stale (0: none), and the node caught up with that epoch; or the
+// node's placement changed while it ran (planned at epoch planned), since its frames
+// carry the node's epoch as they are written, which a replica then cannot tell from the
+// plan's.
+func (s *clusterStore) retryStale(err error, stale, planned uint64, attempt int) bool {
+	if attempt >= staleRetries || s.catchUp == nil {
+		return false
+	}
+	if err != nil && stale > 0 {
+		return s.catchUp(stale)
+	}
+	return s.m.Epoch() != planned
 }
 
 var _ resp.LeveledStore = (*clusterStore)(nil)
@@ -131,8 +140,9 @@ func (s *clusterStore) applyOwnAt(level coord.Level, batch []row.Mutation, ownWr
 // hints) in the background. ownWritten: see applyOwnAt.
 func (s *clusterStore) write(level coord.Level, m row.Mutation, ownWritten bool) error {
 	for attempt := 0; ; attempt++ {
+		planned := s.m.Epoch()
 		err, stale := s.writeOnce(level, m, ownWritten)
-		if !s.retryStale(err, stale, attempt) {
+		if !s.retryStale(err, stale, planned, attempt) {
 			return err
 		}
 	}
@@ -279,8 +289,9 @@ func (s *clusterStore) GetAt(level string, key []byte) (row.Row, bool, error) {
 
 func (s *clusterStore) getAt(level coord.Level, key []byte) (row.Row, bool, error) {
 	for attempt := 0; ; attempt++ {
+		planned := s.m.Epoch()
 		rw, found, err, stale := s.getOnce(level, key)
-		if !s.retryStale(err, stale, attempt) {
+		if !s.retryStale(err, stale, planned, attempt) {
 			return rw, found, err
 		}
 	}

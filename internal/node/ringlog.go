@@ -43,6 +43,11 @@ import (
 //   - topology serves the operator's changes (kura admin decommission, removenode, plan,
 //     commit, cancel, stream-limit).
 
+// joinQuiet is how long the leader waits after the latest joiner registered before it
+// plans the joiners it has, within --join-batch-window from the first: nodes started
+// together register within a second of each other.
+const joinQuiet = 2 * time.Second
+
 // Intervals of the mode's loops; variables for tests.
 var (
 	leaderInterval = 200 * time.Millisecond
@@ -310,7 +315,8 @@ func (rl *ringLog) lead(now time.Time) {
 			}
 		}
 	}
-	ops := topo.Ops{Joins: topo.Joiners(st, rl.first, down, staged, now, rl.c.cfg.JoinBatchWindow)}
+	window := rl.c.cfg.JoinBatchWindow
+	ops := topo.Ops{Joins: topo.Joiners(st, rl.first, down, staged, now, window, min(window, joinQuiet))}
 	for id, old := range replaces {
 		if m, ok := st.Member(id); ok && m.State == meta.Joining && !down[id] && down[old] {
 			ops.Replaces = append(ops.Replaces, meta.Replacement{Old: old, New: id})

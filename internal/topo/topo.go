@@ -187,15 +187,16 @@ func Advance(s *meta.State) meta.Entry {
 // Joiners returns the registered members waiting to join that a change should take now,
 // sorted by ID, or nil to wait: the joining members without tokens, not in the change in
 // flight, not held down and not staged (they wait for an operator's commit); and only
-// once window has passed since the earliest of them was first seen (first, which the
-// driver keeps), so that nodes started together are planned together. Nothing joins
-// while a change is in flight.
-func Joiners(s *meta.State, first map[ring.NodeID]time.Time, down, staged map[ring.NodeID]bool, now time.Time, window time.Duration) []ring.NodeID {
+// once no new one has been seen for quiet, or window has passed since the earliest was
+// (first, which the driver keeps, says when each was first seen), so that nodes started
+// together are planned together, without waiting the whole window when they all came at
+// once. Nothing joins while a change is in flight.
+func Joiners(s *meta.State, first map[ring.NodeID]time.Time, down, staged map[ring.NodeID]bool, now time.Time, window, quiet time.Duration) []ring.NodeID {
 	if s.Change != nil {
 		return nil
 	}
 	var out []ring.NodeID
-	var earliest time.Time
+	var earliest, latest time.Time
 	for _, m := range s.Members {
 		if m.State != meta.Joining || len(m.Tokens) > 0 || down[m.ID] || staged[m.ID] {
 			continue
@@ -207,9 +208,12 @@ func Joiners(s *meta.State, first map[ring.NodeID]time.Time, down, staged map[ri
 		if earliest.IsZero() || seen.Before(earliest) {
 			earliest = seen
 		}
+		if seen.After(latest) {
+			latest = seen
+		}
 		out = append(out, m.ID)
 	}
-	if len(out) == 0 || now.Sub(earliest) < window {
+	if len(out) == 0 || now.Sub(earliest) < window && now.Sub(latest) < quiet {
 		return nil
 	}
 	return out

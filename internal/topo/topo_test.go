@@ -29,7 +29,7 @@ const unit = 10_000_000_000_000_000
 //	done transfers=all|I,J,...|to=ID   apply TransfersDone: transfers of the change completed
 //	advance [times=N]                  propose (apply) what Advance returns, N times
 //	cancel [down=IDs]                  apply PlanCancel's entry
-//	joiners now=S window=S [first=ID:S,...] [down=IDs] [staged=IDs]
+//	joiners now=S window=S [quiet=S] [first=ID:S,...] [down=IDs] [staged=IDs]
 //	state
 type env struct {
 	s *meta.State
@@ -217,7 +217,12 @@ func (e *env) joiners(td *datadriven.TestData) (string, error) {
 		}
 	}
 	window, _ := strconv.ParseFloat(arg(td, "window"), 64)
-	got := Joiners(e.s, first, set(arg(td, "down")), set(arg(td, "staged")), at(arg(td, "now")), time.Duration(window*float64(time.Second)))
+	quiet := window
+	if q := arg(td, "quiet"); q != "" {
+		quiet, _ = strconv.ParseFloat(q, 64)
+	}
+	got := Joiners(e.s, first, set(arg(td, "down")), set(arg(td, "staged")), at(arg(td, "now")),
+		time.Duration(window*float64(time.Second)), time.Duration(quiet*float64(time.Second)))
 	if got == nil {
 		return "wait\n", nil
 	}
