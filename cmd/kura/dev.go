@@ -82,6 +82,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable); {host} stands for the host's number")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
 	fl.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long the nodes get to shut down on Ctrl-C before they are killed")
+	addDevSubcommands(cmd)
 	return cmd
 }
 
@@ -102,7 +103,7 @@ func runDev(ctx context.Context, out io.Writer, f *devFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer stopDev(nodes, f.stopTimeout)
+	defer func() { stopDev(nodes, f.stopTimeout) }() // the nodes as they are when it stops
 	for i, n := range nodes {
 		seed := ""
 		if i > 0 {
@@ -121,7 +122,7 @@ func runDev(ctx context.Context, out io.Writer, f *devFlags) error {
 		return err
 	}
 	printDev(out, f, nodes)
-	<-ctx.Done()
+	nodes = serveDevRequests(ctx, out, exe, f, nodes) // until Ctrl-C
 	fmt.Fprintln(out, "stopping the cluster")
 	return nil
 }
@@ -285,8 +286,9 @@ func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
 		fmt.Fprintf(out, "  %-16s redis-cli -p %s    admin %s    pid %d\n", n.name,
 			strings.TrimPrefix(n.client, "127.0.0.1:"), n.admin, n.cmd.Process.Pid)
 	}
-	fmt.Fprintf(out, "\n  kura admin status --admin %s\n  kura bench run --target resp://%s -w read-heavy\n\nCtrl-C stops the cluster.\n",
-		nodes[0].admin, nodes[0].client)
+	fmt.Fprintf(out, "\n  kura admin status --admin %s\n  kura bench run --target resp://%s -w read-heavy\n"+
+		"  kura dev add 1 --data-dir %s      (grow)\n  kura dev remove %s --data-dir %s      (shrink)\n\nCtrl-C stops the cluster.\n",
+		nodes[0].admin, nodes[0].client, f.dataDir, nodes[len(nodes)-1].name, f.dataDir)
 }
 
 // stopDev sends SIGTERM to every node's process group (the node, or its wrapper with what

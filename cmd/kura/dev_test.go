@@ -560,3 +560,45 @@ func TestWrapperForPicksTheEnginesOwnThenThePlainOne(t *testing.T) {
 		t.Errorf("an engine's own wrapper applied to another engine: %q", got)
 	}
 }
+
+// `kura dev add` grows a running dev cluster and `kura dev remove` shrinks it, through the
+// metadata log: the new node streams its ranges before it serves them, the removed one
+// hands its ranges over before it stops; every write acknowledged before reads back at
+// ALL through a node that stayed.
+func TestDevAddAndRemove(t *testing.T) {
+	base := freeBasePort(t, 4)
+	dataDir := logsOnFailure(t, t.TempDir())
+	_, nodes := startDev(t, "--hosts", "3", "--engines", "lsm", "--data-dir", dataDir, "--base-port", strconv.Itoa(base))
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + nodes["host1-lsm"].port, MaxRetries: -1})
+	defer client.Close()
+	ctx := context.Background()
+	acked := map[string]string{}
+	for i := range 500 {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
+		if err := client.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		acked[k] = v
+	}
+	out, err := exec.Command(kuraBin, "dev", "add", "1", "--data-dir", dataDir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "host4-lsm") {
+		t.Fatalf("kura dev add: %v\n%s", err, out)
+	}
+	st, err := fetchStatus(ctx, nodes["host1-lsm"].admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Members); n != 4 || st.Topology == nil || st.Topology.Change != nil {
+		t.Fatalf("after kura dev add: %d members, topology %+v", n, st.Topology)
+	}
+	out, err = exec.Command(kuraBin, "dev", "remove", "host2-lsm", "--data-dir", dataDir).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "host2-lsm") {
+		t.Fatalf("kura dev remove: %v\n%s", err, out)
+	}
+	if err := syscall.Kill(nodes["host2-lsm"].pid, 0); err == nil {
+		t.Errorf("host2-lsm still runs after kura dev remove")
+	}
+	if missing := missingAtAll(t, client, acked); missing > 0 {
+		t.Errorf("%d of %d acknowledged writes missing at ALL after growing and shrinking", missing, len(acked))
+	}
+}
