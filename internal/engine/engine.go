@@ -134,6 +134,38 @@ type Tierable interface {
 	Sync() error
 }
 
+// RangeDeleter is the optional Engine capability of deleting a range of keys physically:
+// what a node runs to drop the rows of the token ranges it no longer replicates once a
+// membership change has moved them away (Cassandra's nodetool cleanup). lsm, btree,
+// memory and tiered have it; an engine that wraps another forwards it when the wrapped
+// engine has it.
+type RangeDeleter interface {
+	// DeleteRange deletes every row with lo <= key < hi (a nil lo: from the first key; a
+	// nil hi: to the last) physically: not with tombstones. The rows read as never
+	// written (Get does not find them, iterators opened after it returns skip them), and
+	// the space they took is reclaimed in time: each engine says when (an LSM's by its
+	// compactions). Since nothing is left to shadow other replicas' copies, read repair
+	// would bring the rows back from a replica that still holds them: delete so only rows
+	// the node no longer replicates. lo and hi are the caller's again once it returns.
+	//
+	// Durability is Apply's: when it returns nil in Durability Sync the deletion survives
+	// a crash; in Periodic, once the next periodic sync has run (the memory engine, never
+	// durable, at its next snapshot). An error, or a crash before it returns, may leave
+	// part of the range deleted: calling it again completes it. It returns an error
+	// wrapping ErrInvalid for lo > hi and ErrClosed after Close.
+	//
+	// It blocks until done, which takes time in proportion to the rows deleted on engines
+	// that delete row by row (btree, memory), and is safe to call concurrently with every
+	// other method. Rows written inside the range while it runs may or may not survive:
+	// each row ends as if deleted at one instant between the call and the return, the
+	// writes to it applied before that instant gone and those after it kept; rows written
+	// after it returns stay. The instant may differ from row to row, so a Get or an
+	// iterator opened while it runs may see part of the range deleted (lsm deletes all of
+	// it at once). An iterator opened before it keeps seeing its snapshot, deleted rows
+	// included, until it is closed.
+	DeleteRange(lo, hi []byte) error
+}
+
 // TimestampBounded is the optional Engine capability of bounding the timestamps it holds:
 // no cell timestamp or row tombstone stored, durable or not, exceeds TimestampCeiling, and
 // the bound survives a crash. math.MaxInt64 means the engine cannot tell. The tiered

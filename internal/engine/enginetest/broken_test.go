@@ -160,6 +160,28 @@ func (b *brokenEngine) Get(key []byte) (row.Row, bool, error) {
 	return r, found, err
 }
 
+// DeleteRange deletes by row tombstones at the clock's time (flaw delete-range-tombstones),
+// or takes hi in too (flaw delete-range-takes-hi); without those flaws it is the Model's.
+func (b *brokenEngine) DeleteRange(lo, hi []byte) error {
+	switch b.flaw {
+	case "delete-range-tombstones":
+		var batch []row.Mutation
+		b.Model.mu.RLock()
+		for k := range b.Model.rows {
+			if inRange([]byte(k), lo, hi) {
+				batch = append(batch, row.Mutation{Key: []byte(k), Row: row.Row{Deleted: b.Model.clock()}})
+			}
+		}
+		b.Model.mu.RUnlock()
+		return b.Apply(batch)
+	case "delete-range-takes-hi":
+		if hi != nil {
+			hi = append(bytes.Clone(hi), 0)
+		}
+	}
+	return b.Model.DeleteRange(lo, hi)
+}
+
 func (b *brokenEngine) NewIterator(lo, hi []byte) (engine.Iterator, error) {
 	switch b.flaw {
 	case "iterator-ignores-hi":
@@ -235,6 +257,9 @@ func TestConformanceFailsBrokenEngines(t *testing.T) {
 		{brokenFactory("view-unpurged"), "ViewShowsWhatGetReturns"},
 		{brokenFactory("ttl-ignored"), "ExpiredCellReadsAsTombstone"},
 		{logFactory(logFlaws{forgetOnClose: true}), "DataSurvivesReopen"},
+		{brokenFactory("delete-range-tombstones"), "DeleteRangeDeletesExactlyTheRange"},
+		{brokenFactory("delete-range-tombstones"), "DeleteRangeLeavesNothingToShadowLaterWrites"},
+		{brokenFactory("delete-range-takes-hi"), "DeleteRangeDeletesExactlyTheRange"},
 	} {
 		t.Run(c.f.Name+"/"+c.check, func(t *testing.T) {
 			ft := runCheck(t, c.check, c.f)

@@ -18,7 +18,7 @@ type check struct {
 
 // conformanceChecks lists the contract, behaviour by behaviour, in reading order.
 func conformanceChecks() []check {
-	return []check{
+	return append([]check{
 		{"NameAndRoleAreSet", checkNameAndRole},
 		{"PutThenGetReturnsTheRow", checkPutGet},
 		{"EmptyMutationStoresNothing", checkEmptyMutation},
@@ -47,12 +47,13 @@ func conformanceChecks() []check {
 		{"CloseDuringConcurrentCallsIsSafe", checkCloseConcurrent},
 		{"DataSurvivesReopen", checkSurvivesReopen},
 		{"SecondOpenOfDirIsLocked", checkLocked},
-	}
+	}, rangeChecks()...)
 }
 
 // RunConformance checks that f's engine keeps the whole engine.Engine contract, one
-// sub-test per behaviour. Every sub-test opens a fresh engine in its own t.TempDir with a
-// ManualClock; persistent engines are also checked after Close and Open.
+// sub-test per behaviour, and engine.RangeDeleter's if it has it (RunDeleteRange). Every
+// sub-test opens a fresh engine in its own t.TempDir with a ManualClock; persistent
+// engines are also checked after Close and Open.
 func RunConformance(t *testing.T, f Factory) {
 	for _, c := range conformanceChecks() {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, f) })

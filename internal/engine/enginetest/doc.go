@@ -32,8 +32,11 @@
 //   - RunConformance: one sub-test per behaviour of the contract (merge rules and
 //     tie-breaks, tombstones, TTL via the injected clock, purging, iteration bounds and
 //     snapshots, memory ownership, invalid input, atomic batches, concurrency under -race,
-//     Stats, Close, persistence, the directory lock). Behaviours that depend on the data's
-//     form are checked fresh, after Flush and, for persistent engines, after Close+Open.
+//     Stats, Close, persistence, the directory lock), and engine.RangeDeleter's for an
+//     engine that has it (exact bounds, later writes unshadowed, snapshots kept, each row
+//     deleted at an instant under concurrent writes; RunDeleteRange alone). Behaviours
+//     that depend on the data's form are checked fresh, after Flush and, for persistent
+//     engines, after Close+Open.
 //   - RunMetamorphic: one seeded sequence of operations on every given engine and on the
 //     Model; the first differing result fails with the op index and the history of the keys
 //     involved. KURA_SEED (or -enginetest.seed) picks the seed, KURA_OPS the length.

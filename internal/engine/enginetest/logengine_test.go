@@ -119,6 +119,20 @@ func (l *logEngine) Apply(batch []row.Mutation) error {
 	return l.Model.Apply(batch)
 }
 
+// DeleteRange deletes the rows from the model and writes a snapshot, so that the deletion
+// is as durable as Flush makes writes: the log records no deletions.
+func (l *logEngine) DeleteRange(lo, hi []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("log: delete range: %w", engine.ErrClosed)
+	}
+	if err := l.Model.DeleteRange(lo, hi); err != nil {
+		return err
+	}
+	return l.flushLocked()
+}
+
 func (l *logEngine) appendLocked(batch []row.Mutation) error {
 	if _, err := l.log.Write(encodeRecord(batch)); err != nil {
 		return fmt.Errorf("log: write: %w", err)

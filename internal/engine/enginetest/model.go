@@ -25,7 +25,10 @@ type Model struct {
 	closed bool
 }
 
-var _ engine.Engine = (*Model)(nil)
+var (
+	_ engine.Engine       = (*Model)(nil)
+	_ engine.RangeDeleter = (*Model)(nil)
+)
 
 // NewModel returns an empty model that reads "now" from opts.Clock (default: the wall
 // clock). The other options do not apply to it.
@@ -105,6 +108,24 @@ func (m *Model) NewIterator(lo, hi []byte) (engine.Iterator, error) {
 		it.rows[i] = m.rows[k] // stored rows are replaced, never modified in place
 	}
 	return it, nil
+}
+
+// DeleteRange deletes the rows in [lo, hi) under the lock, all at once.
+func (m *Model) DeleteRange(lo, hi []byte) error {
+	if err := engine.ValidateRange(lo, hi); err != nil {
+		return fmt.Errorf("model: delete range: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("model: delete range: %w", engine.ErrClosed)
+	}
+	for k := range m.rows {
+		if (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi)) {
+			delete(m.rows, k)
+		}
+	}
+	return nil
 }
 
 // Flush does nothing but report ErrClosed after Close: the model keeps nothing on disk.
