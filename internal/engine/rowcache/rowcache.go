@@ -203,6 +203,25 @@ func (c *Cache) Invalidate(key []byte) {
 	s.mu.Unlock()
 }
 
+// InvalidateRange forgets every cached key with lo <= key < hi (a nil bound: unbounded)
+// and, as Invalidate does for one key, keeps the reads of any key that began before it
+// from caching what they read: call it once a deletion of the range is visible to
+// readers. It bumps every shard's generation and looks at every entry, so it costs what
+// the whole cache holds, not what the range does: it is for rare bulk deletions.
+func (c *Cache) InvalidateRange(lo, hi []byte) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.gen++
+		for k, e := range s.entries { // deleting from a map while ranging over it is allowed
+			if (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi)) {
+				s.remove(e)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
 // victim advances the hand to the first entry not read since its last pass (clearing the
 // read marks it passes) and returns it: the entry to evict next. s.mu is held;
 // s.clock is not empty.

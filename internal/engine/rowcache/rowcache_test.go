@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kuradb/kura/internal/row"
@@ -40,6 +41,48 @@ func TestRowCacheDropsAReadThatRacedAnInvalidation(t *testing.T) {
 	c.Invalidate(key)
 	if e, _ := c.Get(key); e != nil {
 		t.Fatal("invalidate left the row cached")
+	}
+}
+
+// InvalidateRange forgets the keys in [lo, hi) and no other, and a read of any key that
+// missed before it, and would cache what the deletion removed, caches nothing.
+func TestRowCacheInvalidateRangeForgetsExactlyTheRange(t *testing.T) {
+	keys := []string{"a", "b", "b\x00", "c", "d", "e"}
+	for _, tc := range []struct {
+		lo, hi []byte
+		gone   string
+	}{
+		{[]byte("b"), []byte("d"), "b b\x00 c"},
+		{nil, []byte("b\x00"), "a b"},
+		{[]byte("c\x00"), nil, "d e"},
+		{nil, nil, "a b b\x00 c d e"},
+		{[]byte("c"), []byte("c"), ""},
+	} {
+		c := New(1 << 20)
+		for _, k := range keys {
+			_, gen := c.Get([]byte(k))
+			r := cellRow(k, 1)
+			c.Put([]byte(k), gen, &r, true)
+		}
+		_, racing := c.Get([]byte("late")) // a read that missed before the deletion
+		c.InvalidateRange(tc.lo, tc.hi)
+		var gone []string
+		for _, k := range keys {
+			if e, _ := c.Get([]byte(k)); e == nil {
+				gone = append(gone, k)
+			}
+		}
+		if got := strings.Join(gone, " "); got != tc.gone {
+			t.Errorf("[%q, %q): forgot %q, want %q", tc.lo, tc.hi, got, tc.gone)
+		}
+		r := cellRow("stale", 1)
+		c.Put([]byte("late"), racing, &r, true)
+		if e, _ := c.Get([]byte("late")); e != nil {
+			t.Errorf("[%q, %q): a read that missed before the deletion cached its row", tc.lo, tc.hi)
+		}
+		if n, _ := c.Size(); n != len(keys)-len(gone) {
+			t.Errorf("[%q, %q): %d entries, want %d", tc.lo, tc.hi, n, len(keys)-len(gone))
+		}
 	}
 }
 
