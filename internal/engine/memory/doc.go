@@ -28,6 +28,8 @@
 // expired cells past the grace period (row.Purge; safe, since the stored row is the key's
 // whole history), and replaces the stored slice with a new one, or deletes the row when
 // nothing is left. Stored slices are never modified, which is what lets readers share them.
+// DeleteRange (engine.RangeDeleter) deletes the rows of a range from the tree, in chunks
+// under the write lock.
 //
 // # Snapshots
 //

@@ -74,7 +74,10 @@ type DB struct {
 	closeErr  error
 }
 
-var _ engine.Engine = (*DB)(nil)
+var (
+	_ engine.Engine       = (*DB)(nil)
+	_ engine.RangeDeleter = (*DB)(nil)
+)
 
 // Open returns an engine whose rows are those of the snapshot at opts.SnapshotPath, or an
 // empty one. dir only anchors a relative SnapshotPath; without a snapshot nothing on disk is
@@ -189,6 +192,64 @@ func (d *DB) Get(key []byte) (row.Row, bool, error) {
 		return row.Row{}, false, fmt.Errorf("memory: get %q: %w: %w", key, engine.ErrCorrupt, err)
 	}
 	return engine.ReadView(r, d.opts.Clock()), true, nil
+}
+
+// deleteRangeChunk is how many rows DeleteRange deletes per hold of the write lock, so
+// that reads and writes wait for a chunk (a few milliseconds), not for a whole range.
+const deleteRangeChunk = 10_000
+
+// DeleteRange implements engine.RangeDeleter: it deletes the rows of [lo, hi) from the
+// tree, deleteRangeChunk of them at a time under the write lock; Stats counts them out at
+// once. Their memory goes back to the Go heap once no iterator or snapshot being written
+// shares the tree nodes that held them (a tree copy shares nodes until either side
+// writes them), at the collector's next cycle. The deletion is durable, like any write
+// to this engine, once a snapshot has been written after it returns (with SnapshotPath).
+func (d *DB) DeleteRange(lo, hi []byte) error {
+	if err := engine.ValidateRange(lo, hi); err != nil {
+		return fmt.Errorf("memory: delete range: %w", err)
+	}
+	from := bytes.Clone(lo) // the rest of the range starts here
+	for {
+		more, err := d.deleteChunk(&from, hi)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// deleteChunk deletes up to deleteRangeChunk rows of [*from, hi), moves *from past them
+// and reports whether the range may hold more.
+func (d *DB) deleteChunk(from *[]byte, hi []byte) (more bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false, fmt.Errorf("memory: delete range: %w", engine.ErrClosed)
+	}
+	var doomed []item
+	collect := func(it item) bool {
+		if hi != nil && bytes.Compare(it.key(), hi) >= 0 {
+			return false
+		}
+		doomed = append(doomed, it)
+		return len(doomed) < deleteRangeChunk
+	}
+	if *from == nil {
+		d.tree.Scan(collect)
+	} else {
+		d.tree.Ascend(pivot(*from), collect)
+	}
+	for _, it := range doomed {
+		d.tree.Delete(it)
+		d.dataBytes -= int64(len(it.kv))
+	}
+	if len(doomed) > 0 {
+		d.version++
+	}
+	if len(doomed) < deleteRangeChunk {
+		return false, nil
+	}
+	*from = append(bytes.Clone(doomed[len(doomed)-1].key()), 0) // the next key there can be
+	return true, nil
 }
 
 // frozen is a tree nobody modifies any more, and the version of the data it holds.

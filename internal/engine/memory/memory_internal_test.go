@@ -320,3 +320,34 @@ func TestPurgedRowIsDeleted(t *testing.T) {
 		t.Fatalf("stats %+v after the only row went", s)
 	}
 }
+
+// A range larger than a chunk is deleted whole, chunk after chunk, and the byte count
+// and Stats follow: the rows and their memory are counted out.
+func TestDeleteRangeLargerThanAChunkCountsRowsAndBytesOut(t *testing.T) {
+	d := openTest(t, t.TempDir(), testOptions(""))
+	const rows = 2*deleteRangeChunk + 5000
+	batch := make([]row.Mutation, 0, 1000)
+	for i := range rows {
+		batch = append(batch, put(fmt.Sprintf("k%06d", i), "c", "value", startMicros))
+		if len(batch) == cap(batch) {
+			if err := d.Apply(batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	before := d.Stats()
+	if err := d.DeleteRange([]byte("k001000"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	after := d.Stats()
+	if after.RowsEstimate != 1000 || after.MemoryBytes*20 > before.MemoryBytes {
+		t.Fatalf("after deleting all but 1000 of %d rows: %d rows, %d of %d bytes", rows, after.RowsEstimate, after.MemoryBytes, before.MemoryBytes)
+	}
+	if _, found, _ := d.Get([]byte("k000999")); !found {
+		t.Fatal("the row below the range is gone")
+	}
+}
