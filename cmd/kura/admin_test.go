@@ -44,7 +44,7 @@ host1  DL     a   r1    lsm     write-optimized  1.5 KiB  16      25.0%  33.3%  
        UCJ    c   r1    memory  in-memory        0 B      0       0.0%   0.0%               -3.002s  127.0.0.1:3
 host2  UBN    b   r1    lsm     write-optimized  5.0 MiB  16      50.0%  33.3%              0        127.0.0.1:2
        UFN    d   r1    memory  in-memory        2.0 MiB  16      25.0%  33.3%              +812µs   127.0.0.1:4
-state: U/D (F: refilling, not read from; B: behind, hints held for it; C: clock off by more than max_clock_offset) then J joining, N normal, L leaving, R removed
+state: U/D (F: refilling, not read from; B: behind, hints held for it; C: clock off by more than max_clock_offset) then J joining, N normal, L leaving, X left (decommissioned), R removed
 clock: each node's clock minus this node's (b), as estimated from its internode responses; ? = no estimate (none yet, or an older version); max_clock_offset 500ms
 `
 	if got := b.String(); got != want {

@@ -243,10 +243,12 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 
 	// Two nodes join at once: one change.
 	var wg sync.WaitGroup
+	joined := make([]*ringNode, 6)
 	for k := 4; k <= 5; k++ {
-		wg.Go(func() { nodes[k] = startRingNode(t, dir, base, k, seeds) })
+		wg.Go(func() { joined[k] = startRingNode(t, dir, base, k, seeds) })
 	}
 	wg.Wait()
+	nodes[4], nodes[5] = joined[4], joined[5]
 	st := waitTopology(t, nodes[1].adminAddr, "5 normal members", 2*time.Minute, settled(5))
 	t.Logf("joined at epoch %d", st.Topology.Epoch)
 	pause("2 joined")

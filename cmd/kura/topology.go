@@ -161,6 +161,9 @@ func printTopology(w io.Writer, t *admin.TopologyStatus) {
 		if s.Done {
 			state = "done"
 		}
+		if s.Error != "" {
+			state += "; last run stopped: " + s.Error
+		}
 		fmt.Fprintf(w, "  stream %d from %s: %s of ~%s, %s\n", s.Index, s.Source, humanBytes(s.Bytes), humanBytes(s.Estimate), state)
 	}
 }

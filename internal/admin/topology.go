@@ -51,6 +51,9 @@ type StreamStatus struct {
 	Done        bool    `json:"done,omitempty"`
 	Failures    int     `json:"failures,omitempty"`
 	ResumedFrom int64   `json:"resumed_from,omitempty"`
+	// Error is why the transfer's last run stopped (a full disk, a source gone); it is
+	// run again, and the range's old replicas keep serving it meanwhile.
+	Error string `json:"error,omitempty"`
 }
 
 // TopologyRequest is an operator's request to POST /topology (kura admin decommission,

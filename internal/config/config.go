@@ -195,7 +195,7 @@ func Default() Config {
 		HintWindow:             3 * time.Hour,
 		HintMaxBytes:           1 << 30,
 		MaxClockOffset:         500 * time.Millisecond,
-		RingSource:             "gossip",
+		RingSource:             "log",
 		Join:                   "auto",
 		JoinBatchWindow:        10 * time.Second,
 		StreamLimit:            64 << 20,

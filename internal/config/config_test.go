@@ -210,8 +210,8 @@ func TestClusterOptionsAreCheckedOnlyInClusterMode(t *testing.T) {
 		func(c *Config) { c.RingSource, c.Join = "log", "later" },
 		func(c *Config) { c.RingSource, c.StreamLimit = "log", -1 },
 		func(c *Config) { c.RingSource, c.JoinBatchWindow = "log", -time.Second },
-		func(c *Config) { c.Replace = "n1" },  // needs the log
-		func(c *Config) { c.Join = "staged" }, // needs the log
+		func(c *Config) { c.RingSource, c.Replace = "gossip", "n1" },  // needs the log
+		func(c *Config) { c.RingSource, c.Join = "gossip", "staged" }, // needs the log
 	} {
 		d := c
 		bad(&d)

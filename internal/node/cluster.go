@@ -130,6 +130,12 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 			c.close(context.Background())
 			return nil, err
 		}
+		if saved, ok := view.Member(self.ID); ok && len(saved.Tokens) > 0 && c.rl.state.Load().Epoch == 0 {
+			c.close(context.Background())
+			return nil, fmt.Errorf("%w: this node's data directory holds a ring it joined with --ring-source=gossip "+
+				"(%s, no cluster metadata): start it with --ring-source=gossip, as the rest of its cluster runs; "+
+				"a gossip cluster does not move to the metadata log node by node (docs/design/membership.md)", datadir.ErrUnusable, viewFile)
+		}
 		c.metaP.Store(c.rl.log)
 		reg.MustRegister(admin.MembershipCollector(c.rl.stats))
 		self.Staged, self.Replaces = cfg.Join == "staged", ring.NodeID(cfg.Replace)

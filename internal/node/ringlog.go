@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
@@ -412,6 +413,9 @@ func (rl *ringLog) streamLoop() {
 
 // discard drops the progress of a change that ended, once no transfer of it runs.
 func (rl *ringLog) discard(change uint64) bool {
+	rl.mu.Lock()
+	maps.DeleteFunc(rl.failed, func(id stream.TransferID, _ string) bool { return id.Change == change })
+	rl.mu.Unlock()
 	err := rl.streamer.Discard(change)
 	if err != nil && !errors.Is(err, stream.ErrRunning) {
 		rl.c.log.Warn("discarding the progress of a finished change", "change", change, "err", err)

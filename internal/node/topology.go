@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -195,13 +197,24 @@ func (rl *ringLog) status() *admin.TopologyStatus {
 		}
 	}
 	out.Change = cs
+	rl.mu.Lock()
+	failed := maps.Clone(rl.failed)
+	rl.mu.Unlock()
 	for _, t := range rl.streamer.Transfers() {
 		if t.ID.Change != c.ID {
 			continue
 		}
 		out.Streams = append(out.Streams, admin.StreamStatus{Index: t.ID.Index, Source: string(t.Source), Bytes: t.Bytes,
 			Estimate: t.EstimateBytes, RateBPS: t.BytesPerSecond, ETASeconds: t.ETA.Seconds(), Done: c.Done[t.ID.Index],
-			Failures: int(t.Failures), ResumedFrom: t.ResumedBytes})
+			Failures: int(t.Failures), ResumedFrom: t.ResumedBytes, Error: failed[t.ID]})
+		delete(failed, t.ID)
 	}
+	for id, msg := range failed { // stopped, not running now
+		if id.Change == c.ID {
+			tr := c.Transfers[id.Index]
+			out.Streams = append(out.Streams, admin.StreamStatus{Index: id.Index, Source: string(tr.Source), Estimate: tr.Bytes, Error: msg})
+		}
+	}
+	slices.SortFunc(out.Streams, func(a, b admin.StreamStatus) int { return a.Index - b.Index })
 	return out
 }
