@@ -61,6 +61,14 @@ range has moved). kura admin status shows the change and its streams.`,
 		cmd.AddCommand(c)
 	}
 	cmd.AddCommand(&cobra.Command{
+		Use:   "cleanup",
+		Short: "Delete the rows of the ranges the node at --admin no longer replicates (like nodetool cleanup); nodes do it by themselves --cleanup-delay after a change",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return run(c, admin.TopologyRequest{Op: "cleanup"})
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
 		Use:   "cancel",
 		Short: "Cancel the change in flight: ranges not moved yet revert at once, moved ones stream back",
 		Args:  cobra.NoArgs,

@@ -60,7 +60,7 @@ type StreamStatus struct {
 // removenode, plan, commit, cancel, stream-limit).
 type TopologyRequest struct {
 	// Op is "plan" (show the change, commit nothing), "commit" (start it),
-	// "decommission", "removenode", "cancel" or "stream-limit".
+	// "decommission", "removenode", "cancel", "cleanup" or "stream-limit".
 	Op string `json:"op"`
 	// Joins, Leaves and Removes are the change's nodes for plan and commit (empty: the
 	// registered joiners waiting for a commit, --join=staged); Nodes the nodes of a

@@ -129,6 +129,9 @@ type Config struct {
 	// StreamLimit bounds what a node streams for membership changes, in bytes per
 	// second, sent and received each; 0 sets no limit.
 	StreamLimit int64 `yaml:"stream_limit"`
+	// CleanupDelay is how long after a membership change finished a node deletes the
+	// rows of the ranges it gave up; 0 leaves it to kura admin cleanup.
+	CleanupDelay time.Duration `yaml:"cleanup_delay"`
 }
 
 // Clustered reports whether the node joins a cluster (gossip_listen is set) rather than
@@ -199,6 +202,7 @@ func Default() Config {
 		Join:                   "auto",
 		JoinBatchWindow:        10 * time.Second,
 		StreamLimit:            64 << 20,
+		CleanupDelay:           10 * time.Minute,
 	}
 }
 
@@ -273,6 +277,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.JoinBatchWindow, "join-batch-window", c.JoinBatchWindow, "cluster mode with --ring-source=log: nodes that register within this time of the first are planned as one change, so that starting several at once moves each range once")
 	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
 	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
+	fs.DurationVar(&c.CleanupDelay, "cleanup-delay", c.CleanupDelay, "cluster mode with --ring-source=log: how long after a membership change finished the node deletes the rows of the ranges it gave up (until then they stay, costing only disk, in case the change must be undone by hand); 0 leaves it to kura admin cleanup")
 	fs.DurationVar(&c.MaxClockOffset, "max-clock-offset", c.MaxClockOffset, "cluster mode: the most a node's clock may be off from most of its peers' (estimated from the stamps of internode messages) before the node refuses the writes it would timestamp, with UNAVAILABLE, until its clock is back within it; reads go on, and the read-modify-write commands it coordinates run at a key's other replicas. Peers further off are flagged in kura admin status and kura_clock_offset_seconds. NTP keeps servers within milliseconds of each other, so an offset of 500ms (CockroachDB's default --max-offset) is a broken clock, and two writes to a key through different nodes that far apart, with no read between, cannot be ordered by a clock that wrong. 0 sets no limit (offsets are still reported)")
 	fs.StringVar(&c.HintsDir, "hints-dir", c.HintsDir, "cluster mode: directory of the hint store (writes kept for replicas that did not take them), e.g. on a disk less busy than the data's, as Cassandra's hints_directory; one per node; empty keeps it in the data directory (hints/). The node refuses to start if it is set and the data directory still holds hints")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
@@ -488,8 +493,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: ring_source %q (want log or gossip)", ErrInvalid, c.RingSource)
 	case c.Join != "auto" && c.Join != "staged":
 		return fmt.Errorf("%w: join %q (want auto or staged)", ErrInvalid, c.Join)
-	case c.JoinBatchWindow < 0 || c.StreamLimit < 0:
-		return fmt.Errorf("%w: join_batch_window and stream_limit must not be negative", ErrInvalid)
+	case c.JoinBatchWindow < 0 || c.StreamLimit < 0 || c.CleanupDelay < 0:
+		return fmt.Errorf("%w: join_batch_window, stream_limit and cleanup_delay must not be negative", ErrInvalid)
 	case c.RingSource == "gossip" && (c.Join != "auto" || c.Replace != ""):
 		return fmt.Errorf("%w: join and replace need ring_source log", ErrInvalid)
 	}

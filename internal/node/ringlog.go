@@ -72,6 +72,9 @@ type ringLog struct {
 	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
 	lastErr string                    // the leader loop's last refusal, logged once
 	rng     *rand.Rand
+
+	cleanMu   sync.Mutex    // one cleanup at a time
+	cleanedAt atomic.Uint64 // the epoch of the last cleanup
 }
 
 // openRingLog opens the node's metadata log in its data directory, taking the Raft
@@ -268,10 +271,11 @@ func (rl *ringLog) joinLog(self cluster.Member) error {
 
 // start starts the mode's loops on c's wait group.
 func (rl *ringLog) start() {
-	rl.c.wg.Add(3)
+	rl.c.wg.Add(4)
 	go rl.leaderLoop()
 	go rl.streamLoop()
 	go rl.reportLoop()
+	go rl.cleanupLoop()
 }
 
 // leaderLoop, on the log's leader, starts and advances changes.

@@ -53,6 +53,12 @@ func (rl *ringLog) topology(req admin.TopologyRequest) (string, error) {
 		return fmt.Sprintf("stream limit of %s: %d bytes per second sent and received, each (0: none)\n", rl.c.self, req.Limit), nil
 	case "cancel":
 		return rl.cancel(st)
+	case "cleanup":
+		n, err := rl.cleanup()
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("cleanup of %s: deleted the rows of %d ranges it no longer replicates (epoch %d)\n", rl.c.self, n, st.Epoch), nil
 	case "decommission":
 		ops.Leaves = ids(req.Nodes)
 		if len(ops.Leaves) == 0 {
