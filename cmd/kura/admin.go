@@ -44,6 +44,9 @@ func newAdminCmd() *cobra.Command {
 					return err
 				}
 				sub.print(cmd.OutOrStdout(), st)
+				if sub.use == "status" {
+					printPeerStreams(cmd.Context(), cmd.OutOrStdout(), st)
+				}
 				return nil
 			},
 		})

@@ -108,3 +108,29 @@ func TestAdminRebuildPostsAndReportsRefusals(t *testing.T) {
 		t.Fatalf("second rebuild: %v, want the node's refusal", err)
 	}
 }
+
+// The metadata part of kura admin status: the epoch, the voters and leader (or that none
+// is known, and what that means), the change in flight and the streams into the node.
+func TestPrintTopology(t *testing.T) {
+	var sb strings.Builder
+	printTopology(&sb, &admin.TopologyStatus{Epoch: 12, Voters: []string{"a", "b", "c"}, StreamLimit: 32 << 20,
+		Change: &admin.ChangeStatus{ID: 3, What: "join d,e", Ranges: 10, Moved: 4, Transfers: 12, Done: 5, Bytes: 12 << 30, DoneBytes: 5 << 30},
+		Streams: []admin.StreamStatus{
+			{Index: 2, Source: "a", Bytes: 1 << 30, Estimate: 2 << 30, RateBPS: 32 << 20, ETASeconds: 32},
+			{Index: 7, Source: "b", Estimate: 1 << 30, Error: "stream: destination disk full"},
+			{Index: 9, Source: "c", Bytes: 1 << 30, Estimate: 1 << 30, Done: true},
+		}})
+	printTopology(&sb, &admin.TopologyStatus{Epoch: 13, Voters: []string{"a"}, Leader: "a"})
+	want := `Ring version (epoch) 12; metadata voters a,b,c, leader none known: topology changes wait, data requests go on; stream limit 32.0 MiB/s.
+Change 3: join d,e; 4 of 10 ranges moved, 5 of 12 transfers done (5.0 GiB of 12.0 GiB).
+Streams into this node:
+  transfer 2 from a: 1.0 GiB of ~2.0 GiB, 32.0 MiB/s, ETA 32s
+  transfer 7 from b: 0 B of ~1.0 GiB, 0 B/s, ETA 0s; last run stopped: stream: destination disk full
+  transfer 9 from c: 1.0 GiB of ~1.0 GiB, done
+Ring version (epoch) 13; metadata voters a, leader a; stream limit none.
+No change in flight.
+`
+	if sb.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", sb.String(), want)
+	}
+}

@@ -142,6 +142,28 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// printPeerStreams prints, while a change is in flight, the streams of every other live
+// member (each node reports only the transfers it receives), asking their admin
+// addresses.
+func printPeerStreams(ctx context.Context, w io.Writer, st *admin.ClusterStatus) {
+	if st.Topology == nil || st.Topology.Change == nil {
+		return
+	}
+	for _, m := range st.Members {
+		if m.ID == st.Self || !m.Up || m.AdminAddr == "" {
+			continue
+		}
+		peer, err := fetchStatus(ctx, m.AdminAddr)
+		if err != nil || peer.Topology == nil || len(peer.Topology.Streams) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "Streams into %s (%s):\n", m.ID, m.Host)
+		for _, s := range peer.Topology.Streams {
+			printStream(w, s)
+		}
+	}
+}
+
 // printTopology prints the metadata part of kura admin status.
 func printTopology(w io.Writer, t *admin.TopologyStatus) {
 	leader := t.Leader
@@ -164,14 +186,22 @@ func printTopology(w io.Writer, t *admin.TopologyStatus) {
 	}
 	fmt.Fprintf(w, "Change %d%s: %s; %d of %d ranges moved, %d of %d transfers done (%s of %s).\n", c.ID, rev, c.What,
 		c.Moved, c.Ranges, c.Done, c.Transfers, humanBytes(c.DoneBytes), humanBytes(c.Bytes))
-	for _, s := range t.Streams {
-		state := fmt.Sprintf("%s/s, ETA %s", humanBytes(int64(s.RateBPS)), (time.Duration(s.ETASeconds) * time.Second).String())
-		if s.Done {
-			state = "done"
-		}
-		if s.Error != "" {
-			state += "; last run stopped: " + s.Error
-		}
-		fmt.Fprintf(w, "  stream %d from %s: %s of ~%s, %s\n", s.Index, s.Source, humanBytes(s.Bytes), humanBytes(s.Estimate), state)
+	if len(t.Streams) > 0 {
+		fmt.Fprintln(w, "Streams into this node:")
 	}
+	for _, s := range t.Streams {
+		printStream(w, s)
+	}
+}
+
+// printStream prints one transfer a node receives.
+func printStream(w io.Writer, s admin.StreamStatus) {
+	state := fmt.Sprintf("%s/s, ETA %s", humanBytes(int64(s.RateBPS)), (time.Duration(s.ETASeconds) * time.Second).String())
+	if s.Done {
+		state = "done"
+	}
+	if s.Error != "" {
+		state += "; last run stopped: " + s.Error
+	}
+	fmt.Fprintf(w, "  transfer %d from %s: %s of ~%s, %s\n", s.Index, s.Source, humanBytes(s.Bytes), humanBytes(s.Estimate), state)
 }
