@@ -97,6 +97,23 @@ func settled(normal int) func(*admin.ClusterStatus) bool {
 	}
 }
 
+// loadStatic writes s-i = v-i for i below n through the node at addr, in pipelines of a
+// hundred, with a read timeout for a loaded machine (each write is fsynced at QUORUM).
+func loadStatic(t *testing.T, addr string, n int) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 30 * time.Second, MaxRetries: -1})
+	defer c.Close()
+	for lo := 0; lo < n; lo += 100 {
+		pipe := c.Pipeline()
+		for i := lo; i < min(lo+100, n); i++ {
+			pipe.Set(context.Background(), fmt.Sprintf("s-%d", i), fmt.Sprintf("v-%d", i), 0)
+		}
+		if _, err := pipe.Exec(context.Background()); err != nil {
+			t.Fatalf("loading %d keys: %v", n, err)
+		}
+	}
+}
+
 // monotonic is a real Redis client's workload: writers that each own some keys and write
 // them with increasing counters at the connection's level (QUORUM), and read them back,
 // checking that no read returns a counter older than one already acknowledged to them.
@@ -219,13 +236,7 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 	c1 := redis.NewClient(&redis.Options{Addr: nodes[1].addr, PoolSize: 8, MaxRetries: -1})
 	defer c1.Close()
 	const static = 2000
-	pipe := c1.Pipeline()
-	for i := range static {
-		pipe.Set(context.Background(), fmt.Sprintf("s-%d", i), fmt.Sprintf("v-%d", i), 0)
-	}
-	if _, err := pipe.Exec(context.Background()); err != nil {
-		t.Fatalf("loading %d keys: %v", static, err)
-	}
+	loadStatic(t, nodes[1].addr, static)
 	work := startMonotonic([]*redis.Client{c1}, 4, 250, static, seed)
 	defer func() {
 		select {

@@ -71,7 +71,7 @@ type ringLog struct {
 	failed  map[stream.TransferID]string
 	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
 	lastErr string                    // the leader loop's last refusal, logged once
-	rng     *rand.Rand
+	applyMu sync.Mutex                // orders onState's and joinLog's hand-overs to the machine
 
 	cleanMu   sync.Mutex    // one cleanup at a time
 	cleanedAt atomic.Uint64 // the epoch of the last cleanup
@@ -82,8 +82,7 @@ type ringLog struct {
 func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]bool{},
 		failed: map[stream.TransferID]string{}, first: map[ring.NodeID]time.Time{},
-		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit),
-		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit)}
 	c.handler.StreamPacer = rl.send
 	var err error
 	rl.log, err = metalog.Open(filepath.Join(c.dir, "meta"), metalog.Config{ID: c.self, Addr: c.ln.Addr().String(),
@@ -99,7 +98,8 @@ func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 		return nil, fmt.Errorf("node: streams: %w", err)
 	}
 	st := rl.log.State()
-	rl.state.Store(st)
+	rl.state.CompareAndSwap(nil, st) // unless the log delivered a newer one already
+	st = rl.state.Load()
 	if c.handler.Engine.Role() == ring.InMemory && st.Change != nil {
 		// An in-memory replica lost what it streamed: start its transfers over.
 		_ = rl.streamer.Discard(st.Change.ID)
@@ -107,9 +107,15 @@ func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	return rl, nil
 }
 
-// onState takes a newer state from the log: the placement for the machine, the ring and
-// this node's gossip entry. It runs on the log's goroutine: it does not block.
+// onState takes a newer state from the log (metalog.Config.OnState: in the log's order,
+// never concurrently with itself): the placement for the machine, the ring and this
+// node's gossip entry. It runs on the log's goroutine: it does not block.
 func (rl *ringLog) onState(st *meta.State) {
+	rl.applyMu.Lock()
+	defer rl.applyMu.Unlock()
+	if cur := rl.state.Load(); cur != nil && cur.Epoch > st.Epoch {
+		return
+	}
 	rl.state.Store(st)
 	rl.apply(st)
 	select {
@@ -195,14 +201,16 @@ func (rl *ringLog) joinLog(self cluster.Member) error {
 				c.log.Warn("no seed answered; serving with the saved ring", "seeds", seeds, "err", err)
 			}
 		}
-		rl.apply(rl.state.Load())
+		rl.applyMu.Lock()
+		rl.apply(rl.state.Load()) // now that gossip runs; the log may have a newer one by now
+		rl.applyMu.Unlock()
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if len(seeds) == 0 {
 		node := ring.Node{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role}
-		tokens, err := move.Tokens(c.cfg.TokenAllocation, nil, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, rl.rng)
+		tokens, err := move.Tokens(c.cfg.TokenAllocation, nil, node, c.cfg.NumTokens, c.strategy, c.cfg.ReplicationFactor, newRand())
 		if err != nil {
 			return err
 		}
@@ -211,7 +219,6 @@ func (rl *ringLog) joinLog(self cluster.Member) error {
 		if err != nil {
 			return fmt.Errorf("node: bootstrap the metadata log: %w", err)
 		}
-		rl.onState(st)
 		c.log.Info("bootstrapped a new cluster", "tokens", len(tokens), "epoch", st.Epoch)
 		return nil
 	}
@@ -244,9 +251,8 @@ func (rl *ringLog) joinLog(self cluster.Member) error {
 	}
 	reg := meta.Register{ID: self.ID, Host: self.Host, Rack: self.Rack, Role: self.Role, Addr: self.InternodeAddr}
 	for {
-		st, err := rl.log.Propose(ctx, reg)
+		_, err := rl.log.Propose(ctx, reg) // the log hands the state to onState
 		if err == nil {
-			rl.onState(st)
 			break
 		}
 		if errors.Is(err, meta.ErrMember) || errors.Is(err, meta.ErrInvalid) {
@@ -330,7 +336,7 @@ func (rl *ringLog) lead(now time.Time) {
 	if ops.Empty() {
 		return
 	}
-	sc, _, err := topo.Plan(st, ops, rl.planConfig(), down, rl.rng)
+	sc, _, err := topo.Plan(st, ops, rl.planConfig(), down, newRand())
 	if err != nil {
 		if msg := err.Error(); msg != rl.lastErr {
 			rl.lastErr = msg
@@ -544,6 +550,9 @@ func describeChange(c *meta.Change) string {
 func (rl *ringLog) close() error {
 	return rl.log.Close()
 }
+
+// newRand returns a generator for one plan's token choice.
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }
 
 // metaHandler answers the metadata log's requests (wire.MethodMeta) with the node's log,
 // and hands every other request on.

@@ -85,7 +85,7 @@ func (rl *ringLog) topology(req admin.TopologyRequest) (string, error) {
 	default:
 		return "", fmt.Errorf("unknown topology operation %q", req.Op)
 	}
-	sc, mv, err := topo.Plan(st, ops, rl.planConfig(), rl.down(st), rl.rng)
+	sc, mv, err := topo.Plan(st, ops, rl.planConfig(), rl.down(st), newRand())
 	if err != nil {
 		return "", err
 	}
@@ -95,14 +95,13 @@ func (rl *ringLog) topology(req admin.TopologyRequest) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	after, err := rl.log.Propose(ctx, sc)
+	after, err := rl.log.Propose(ctx, sc) // the log hands the state to onState
 	if errors.Is(err, metalog.ErrUnavailable) {
 		return "", fmt.Errorf("%w: %w", admin.ErrTopologyUnavailable, err)
 	}
 	if err != nil {
 		return "", err
 	}
-	rl.onState(after)
 	return report + fmt.Sprintf("started at epoch %d: kura admin status shows its progress\n", after.Epoch), nil
 }
 
@@ -121,7 +120,6 @@ func (rl *ringLog) cancel(st *meta.State) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rl.onState(after)
 	if after.Change == nil {
 		return fmt.Sprintf("change %d cancelled at epoch %d: no range had moved\n", cc.Change, after.Epoch), nil
 	}
