@@ -134,6 +134,19 @@ func (c *collapser) lockBatch(keys func(yield func([]byte) bool)) (unlock func()
 	}
 }
 
+// lockAll takes every stripe shared, as lockBatch does a batch's, and returns the
+// function that releases them: a range deletion may cover any key.
+func (c *collapser) lockAll() (unlock func()) {
+	for i := range c.stripes {
+		c.stripes[i].RLock()
+	}
+	return func() {
+		for i := range c.stripes {
+			c.stripes[i].RUnlock()
+		}
+	}
+}
+
 // close stops the started collapser and waits for a collapse in flight. It must run
 // before Close takes db.mu exclusively.
 // Calling it again does nothing.

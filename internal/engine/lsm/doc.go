@@ -67,6 +67,18 @@
 // operand can slip between the collapse's read and its write (see collapse.go). The Set is
 // not fsynced: if a crash loses it, the operands it summarized are still in the WAL.
 //
+// # Range deletion
+//
+// DeleteRange (engine.RangeDeleter) commits one pebble range deletion as Apply commits a
+// batch, so the range is deleted at one instant and durable as a write is; it forgets the
+// range in the row cache and holds the collapser off meanwhile. Its space comes back
+// without a manual compaction: pebble flushes a memtable holding a range deletion within
+// 10 s (FlushDelayDeleteRange), then drops the tables the deletion wholly covers in
+// delete-only compactions, which read nothing, and favours the partly covered ones in
+// its compaction scores. Measured on 20,000 rows of 1 KB, 90% of them deleted: the disk
+// went from 23.8 to 4.9 MB 0.6 s after the deletion with a 100 ms delay, and without a
+// delay did not move in the 15 s that no write came to fill the memtable.
+//
 // # Timestamp ceiling
 //
 // The store keeps, in TIMESTAMP-CEILING in its directory, a bound on every timestamp it

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -101,6 +102,9 @@ type Options struct {
 	// fs is the file system under the store when no second directory is set; nil is the
 	// operating system's. Tests wrap it to make the device misbehave.
 	fs vfs.FS
+	// flushDelayDeleteRange is pebble's FlushDelayDeleteRange; 0 means
+	// defaultFlushDelayDeleteRange. Tests shorten it.
+	flushDelayDeleteRange time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -119,6 +123,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RowCacheBytes == 0 {
 		o.RowCacheBytes = DefaultRowCacheBytes
+	}
+	if o.flushDelayDeleteRange == 0 {
+		o.flushDelayDeleteRange = defaultFlushDelayDeleteRange
 	}
 	return o
 }
@@ -301,6 +308,8 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 		Merger:             newMerger(db.opts.Clock, db.opts.GracePeriod.Microseconds(), db.requestCollapse),
 		Logger:             pebbleLogger{db.opts.Logger},
 		EventListener:      eventListener(db.opts.Logger),
+		// A range deletion reclaims nothing until it is in a table (see DeleteRange).
+		FlushDelayDeleteRange: db.opts.flushDelayDeleteRange,
 	}
 	if db.opts.WALDir != "" {
 		o.WALDir = db.opts.WALDir
