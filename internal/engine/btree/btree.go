@@ -49,6 +49,8 @@ type DB struct {
 	queueBytes atomic.Int64    // bytes of requests waiting in the queue, for Stats
 	space      *space.Guard    // keeps Options.DiskReserveBytes free on the file's device
 	// syncMu makes a commit wait for a sync in progress (Periodic durability): see sync.
+	// Every write transaction of the tree (the committer's, the write buffer's flushes,
+	// DeleteRange's) holds it through its update of rows, which keeps the two in step.
 	syncMu sync.Mutex
 
 	// Counters for tests and future metrics.

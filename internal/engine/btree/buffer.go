@@ -447,7 +447,7 @@ func (d *DB) mergeRows(w *writer, keys []string, rows map[string]row.Row) (err e
 		if err != nil {
 			return err
 		}
-		count = d.rows.Load() // only the flusher changes it while the buffer is on
+		count = d.rows.Load() // only writers holding syncMu change it
 		now, grace := d.opts.Clock(), d.opts.GracePeriod.Microseconds()
 		for _, k := range keys {
 			m := row.Mutation{Key: []byte(k), Row: rows[k]}

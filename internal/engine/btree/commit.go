@@ -202,7 +202,7 @@ func (w *writer) update(reqs []*request) (err error) {
 		if err != nil {
 			return err
 		}
-		count = w.d.rows.Load() // only the committer changes it
+		count = w.d.rows.Load() // only writers holding syncMu change it
 		now, grace := w.d.opts.Clock(), w.d.opts.GracePeriod.Microseconds()
 		for _, r := range reqs {
 			for i := range r.batch {

@@ -44,6 +44,14 @@
 // buffer at a time (see buffer.go and journal.go). Reads and iterators merge the buffered
 // rows with the tree's.
 //
+// # Range deletion
+//
+// DeleteRange (engine.RangeDeleter) flushes the write buffer, if on, into the tree, then
+// deletes the range's keys in write transactions of up to 10,000 keys each, so that
+// other writes take their turns and no transaction holds a whole range's dirty pages
+// (see rangedel.go). The freed pages go to bbolt's freelist for later writes; the file
+// keeps its size.
+//
 // # Durability
 //
 // In engine.Sync (the default) bbolt fsyncs every commit before Apply returns, and all the

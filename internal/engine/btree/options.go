@@ -90,6 +90,9 @@ type Options struct {
 	// beforeFlush, set only by this package's tests, runs in the flusher before each
 	// flush of the write buffer; an error fails the flush.
 	beforeFlush func() error
+	// afterDeleteChunk, set only by this package's tests, runs after each chunk of
+	// DeleteRange has committed, between chunks.
+	afterDeleteChunk func()
 }
 
 func (o Options) withDefaults() Options {
