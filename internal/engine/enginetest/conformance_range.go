@@ -264,9 +264,48 @@ func checkDeleteRangeConcurrentWrites(t testing.TB, f Factory) {
 		}
 		return fmt.Sprintf("c/%s/%d/%d", where, w, k)
 	}
-	var wg sync.WaitGroup
 	errs := make(chan error, writers+1)
-	progress := make(chan struct{}, 1) // writer 0 wrote a generation
+	// The deleter deletes the range once per batch written, at most; every writer waits
+	// for a deletion every few generations, so that deletions and writes interleave
+	// whatever the engines' speeds.
+	progress := make(chan struct{}, 1)
+	var mu sync.Mutex
+	next := make(chan struct{}) // closed when the next deletion has returned
+	stop, deleterDone := make(chan struct{}), make(chan struct{})
+	waitForDeletion := func() {
+		mu.Lock()
+		ch := next
+		mu.Unlock()
+		select { // asked after ch was taken: a deletion that starts later closes ch
+		case progress <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ch:
+		case <-deleterDone:
+		}
+	}
+	deletes := 0
+	var wg, dwg sync.WaitGroup
+	dwg.Go(func() {
+		defer close(deleterDone)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-progress:
+			}
+			if err := d.DeleteRange(lo, hi); err != nil {
+				errs <- err
+				return
+			}
+			deletes++
+			mu.Lock()
+			close(next)
+			next = make(chan struct{})
+			mu.Unlock()
+		}
+	})
 	for w := range writers {
 		wg.Go(func() {
 			for g := range generations {
@@ -278,32 +317,16 @@ func checkDeleteRangeConcurrentWrites(t testing.TB, f Factory) {
 					errs <- err
 					return
 				}
-				if w == 0 {
-					select {
-					case progress <- struct{}{}:
-					default:
-					}
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+				if g%6 == 5 {
+					waitForDeletion()
 				}
 			}
 		})
 	}
-	stop := make(chan struct{})
-	deletes := 0
-	var dwg sync.WaitGroup
-	dwg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-progress: // at most one deletion per generation
-			}
-			if err := d.DeleteRange(lo, hi); err != nil {
-				errs <- err
-				return
-			}
-			deletes++
-		}
-	})
 	wg.Wait()
 	close(stop)
 	dwg.Wait()
