@@ -42,6 +42,29 @@ func TestEnginesAgreeWithEachOtherAndTheModel(t *testing.T) {
 	enginetest.RunMetamorphic(t, fs...)
 }
 
+// memorySnapshot is the memory engine saving a snapshot at Close, so that what
+// DeleteRange did is checked after Close and Open too.
+func memorySnapshot() enginetest.Factory {
+	return enginetest.Factory{Name: "memory-snapshot", Persistent: true,
+		Open: func(dir string, o engine.Options) (engine.Engine, error) {
+			return catalog.Open("memory", dir, catalog.Options{Options: o, MemorySnapshot: true})
+		}}
+}
+
+// TestEveryEngineDeletesRanges runs engine.RangeDeleter's checks (bounds, later writes,
+// snapshots, errors, row counts, concurrent writes; after Flush and Close+Open) on every
+// engine the catalog opens, the tiered lsm and the memory engine with its snapshot
+// included.
+func TestEveryEngineDeletesRanges(t *testing.T) {
+	fs := []enginetest.Factory{tieredLSM(), memorySnapshot()}
+	for _, name := range catalog.Names {
+		fs = append(fs, factory(name))
+	}
+	for _, f := range fs {
+		t.Run(f.Name, func(t *testing.T) { enginetest.RunDeleteRange(t, f) })
+	}
+}
+
 func TestOpenedEngineHasTheCatalogsNameAndRole(t *testing.T) {
 	for _, name := range catalog.Names {
 		e, err := catalog.Open(name, t.TempDir(), catalog.Options{})

@@ -468,3 +468,22 @@ func TestWriteCapturesRacingMovesLoseNothing(t *testing.T) {
 	defer db.Close()
 	check("after a reopen")
 }
+
+// A row a read captured before DeleteRange is not promoted back after it: the deletion
+// spoils every capture, and the promotion finds nothing to move.
+func TestDeleteRangeSpoilsCapturedRows(t *testing.T) {
+	db, _, captured := openCapturing(t)
+	put(t, db, "k", "a", 1)
+	if cellsOf(t, db, "k") != 1 || captured["k"].Stored == nil {
+		t.Fatalf("the read captured nothing: %+v", captured["k"])
+	}
+	if err := db.DeleteRange([]byte("k"), []byte("l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.moveCaptured([][]byte{[]byte("k")}, captured); err != nil {
+		t.Fatal(err)
+	}
+	if r, found, err := db.Get([]byte("k")); err != nil || found {
+		t.Fatalf("a row deleted after its capture came back with its promotion: %+v, %v", r, err)
+	}
+}

@@ -41,4 +41,11 @@
 // NewIterator takes a snapshot of each tier while no write is in flight on either (it
 // excludes them for that moment), so the pair is one consistent cut, and merges the two
 // in key order; a key found in both is merged as a read would.
+//
+// # Range deletion
+//
+// DeleteRange (engine.RangeDeleter) holds off moves, marks the range's fast keys in both
+// tiers with the slow tier as their home (they leave the fast placement), deletes the
+// range from the fast tier and then the slow one while no iterator takes its snapshots,
+// spoils the rows captured for promotion and clears the marks; see DB.DeleteRange.
 package tiered

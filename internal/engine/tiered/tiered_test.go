@@ -91,6 +91,8 @@ type fixture struct {
 	tracker *access.Tracker
 	// countWrites is tiered.Options.CountWrites.
 	countWrites bool
+	// rangeTiers gives the tiers the lsm engine's DeleteRange (deletingTier).
+	rangeTiers bool
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
@@ -118,6 +120,9 @@ func (fx *fixture) open() {
 			return nil, err
 		}
 		fx.tiers[t] = &hookedTier{Tierable: s}
+		if fx.rangeTiers {
+			return deletingTier{fx.tiers[t]}, nil
+		}
 		return fx.tiers[t], nil
 	}
 	db, err := tiered.Open(filepath.Join(fx.dir, "fast"), filepath.Join(fx.dir, "slow"), opts)
