@@ -23,7 +23,9 @@ import (
 // The crash test runs the engine in a child process (the test binary itself, re-executed;
 // Main recognises it by crashChildEnv), lets it acknowledge synced writes on stdout and
 // kills it with SIGKILL mid-stream. Every acknowledged write must survive, byte for byte,
-// and batches must survive whole or not at all.
+// and batches must survive whole or not at all. An engine.RangeDeleter also deletes
+// ranges of writer 0's acknowledged batches meanwhile: a deletion that returned must
+// survive too, its rows gone.
 const (
 	crashChildEnv  = "KURA_ENGINETEST_CRASH_CHILD"  // data dir of the child
 	crashRoundEnv  = "KURA_ENGINETEST_CRASH_ROUND"  // round number, to keep keys distinct
@@ -34,7 +36,50 @@ const (
 	crashChildLifetime = 2 * time.Minute
 	// crashAckTimeout bounds how long the parent waits for the acks it wants.
 	crashAckTimeout = 90 * time.Second
+	// crashDeleteSpan is how many of writer 0's batches one range deletion takes.
+	crashDeleteSpan = 8
 )
+
+// crashLog is what the parent learned from the children's output over the rounds.
+type crashLog struct {
+	acked     map[string]bool // keys of acknowledged batches, not since deleted
+	deleted   map[string]bool // keys of acknowledged deletions
+	uncertain map[string]bool // keys of deletions under way at a kill: there or not
+}
+
+func newCrashLog() *crashLog {
+	return &crashLog{acked: map[string]bool{}, deleted: map[string]bool{}, uncertain: map[string]bool{}}
+}
+
+// record takes one line of a child's output and returns how many keys it acknowledged.
+func (l *crashLog) record(line string) int {
+	if keys, ok := strings.CutPrefix(line, "ack "); ok {
+		n := 0
+		for _, k := range strings.Fields(keys) {
+			l.acked[k] = true
+			n++
+		}
+		return n
+	}
+	var what string
+	var r, from, to int
+	if n, err := fmt.Sscanf(line, "%s %d %d %d", &what, &r, &from, &to); n != 4 || err != nil {
+		return 0
+	}
+	for b := from; b < to; b++ {
+		for _, k := range crashBatchKeysOf(r, 0, b) {
+			switch what {
+			case "deleting":
+				delete(l.acked, k)
+				l.uncertain[k] = true
+			case "deleted":
+				delete(l.uncertain, k)
+				l.deleted[k] = true
+			}
+		}
+	}
+	return 0
+}
 
 // RunCrash SIGKILLs a child process running sync writes from several goroutines, reopens
 // the data dir and checks that every acknowledged write is there with its exact value and
@@ -50,12 +95,13 @@ func runCrash(t testing.TB, f Factory) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("crash seed %d (rerun with KURA_SEED=%d)", seed, seed)
 	dir := t.TempDir()
-	acked := make(map[string]bool)
+	log := newCrashLog()
 	for round := range crashRounds {
 		target := 200 + rng.IntN(200)
-		n := runCrashRound(t, f, dir, round, target, acked)
-		t.Logf("round %d: killed the child after %d acks (target %d)", round, n, target)
-		verifyCrash(t, f, dir, acked)
+		n := runCrashRound(t, f, dir, round, target, log)
+		t.Logf("round %d: killed the child after %d acks (target %d); %d rows deleted, %d maybe", round, n, target,
+			len(log.deleted), len(log.uncertain))
+		verifyCrash(t, f, dir, log)
 		if t.Failed() {
 			return
 		}
@@ -64,7 +110,7 @@ func runCrash(t testing.TB, f Factory) {
 
 // runCrashRound starts the child, kills it once target writes are acknowledged, collects
 // every ack it printed before dying and returns how many there were.
-func runCrashRound(t testing.TB, f Factory, dir string, round, target int, acked map[string]bool) int {
+func runCrashRound(t testing.TB, f Factory, dir string, round, target int, log *crashLog) int {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round), crashEngineEnv+"="+f.Name)
 	var stderr bytes.Buffer
@@ -94,15 +140,7 @@ func runCrashRound(t testing.TB, f Factory, dir string, round, target int, acked
 				lines = nil
 				continue
 			}
-			keys, isAck := strings.CutPrefix(line, "ack ")
-			if !isAck {
-				continue
-			}
-			for _, k := range strings.Fields(keys) {
-				acked[k] = true
-				n++
-			}
-			if n >= target {
+			if n += log.record(line); n >= target {
 				kill()
 			}
 		case <-timeout.C:
@@ -141,13 +179,15 @@ func waitKilled(t testing.TB, cmd *exec.Cmd, killed bool, n int, stderr *bytes.B
 	}
 }
 
-// verifyCrash reopens dir and checks the acknowledged writes and batch atomicity.
-func verifyCrash(t testing.TB, f Factory, dir string, acked map[string]bool) {
+// verifyCrash reopens dir and checks the acknowledged writes and deletions, and batch
+// atomicity.
+func verifyCrash(t testing.TB, f Factory, dir string, log *crashLog) {
 	e, err := f.Open(dir, engine.Options{Durability: engine.Sync})
 	if err != nil {
 		t.Fatalf("crash: %s: reopen after SIGKILL: %v", f.Name, err)
 	}
 	defer e.Close()
+	acked := log.acked
 	var lost []string
 	for k := range acked {
 		r, found, err := e.Get([]byte(k))
@@ -165,13 +205,17 @@ func verifyCrash(t testing.TB, f Factory, dir string, acked map[string]bool) {
 	}
 	present := verifyCrashScan(t, f, e)
 	for k := range present {
+		if log.deleted[k] {
+			t.Errorf("crash: %s: %q is there, in a range whose deletion was acknowledged", f.Name, k)
+		}
 		for _, sib := range crashBatchKeys(k) {
-			if !present[sib] {
+			if !present[sib] && !log.uncertain[sib] {
 				t.Errorf("crash: %s: batch survived in part: %q is there, %q is not", f.Name, k, sib)
 			}
 		}
 	}
-	t.Logf("crash: %s: %d acknowledged writes all present; %d rows in total", f.Name, len(acked), len(present))
+	t.Logf("crash: %s: %d acknowledged writes all present, %d acknowledged deletions of rows all done; %d rows in total",
+		f.Name, len(acked), len(log.deleted), len(present))
 }
 
 // verifyCrashScan checks every stored row is one the child wrote, with its exact value,
@@ -237,6 +281,10 @@ func runCrashChild(dir string, f Factory) int {
 	var out sync.Mutex
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(crashChildLifetime)
+	acked0 := make(chan int, 1) // writer 0's acknowledged batches, the latest count
+	if d, ok := e.(engine.RangeDeleter); ok {
+		wg.Go(func() { runCrashDeleter(d, round, acked0, &out, deadline) })
+	}
 	for w := range crashWriters {
 		wg.Go(func() {
 			for b := 0; time.Now().Before(deadline); b++ {
@@ -255,6 +303,13 @@ func runCrashChild(dir string, f Factory) int {
 				if err != nil {
 					return // the parent is gone
 				}
+				if w == 0 {
+					select { // replace the count the deleter has not taken yet
+					case <-acked0:
+					default:
+					}
+					acked0 <- b + 1
+				}
 			}
 		})
 	}
@@ -265,3 +320,38 @@ func runCrashChild(dir string, f Factory) int {
 }
 
 func crashBatchKeysOf(r, w, b int) []string { return crashBatchKeys(crashKey(r, w, b, 0)) }
+
+// runCrashDeleter deletes writer 0's acknowledged batches of this round, crashDeleteSpan
+// at a time, and prints "deleting R FROM TO" before and "deleted R FROM TO" after each
+// DeleteRange returns (batches FROM to TO-1 of round R).
+func runCrashDeleter(d engine.RangeDeleter, round int, acked0 <-chan int, out *sync.Mutex, deadline time.Time) {
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	next, acked := 0, 0
+	for {
+		select {
+		case acked = <-acked0:
+		case <-timeout.C:
+			return
+		}
+		for ; acked >= next+crashDeleteSpan; next += crashDeleteSpan {
+			say := func(what string) bool {
+				out.Lock()
+				defer out.Unlock()
+				_, err := fmt.Fprintf(os.Stdout, "%s %d %d %d\n", what, round, next, next+crashDeleteSpan)
+				return err == nil
+			}
+			if !say("deleting") {
+				return // the parent is gone
+			}
+			lo, hi := crashKey(round, 0, next, 0), crashKey(round, 0, next+crashDeleteSpan, 0)
+			if err := d.DeleteRange([]byte(lo), []byte(hi)); err != nil {
+				fmt.Fprintf(os.Stderr, "crash child: delete range: %v\n", err)
+				os.Exit(1)
+			}
+			if !say("deleted") {
+				return
+			}
+		}
+	}
+}
