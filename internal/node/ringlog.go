@@ -195,7 +195,30 @@ func (rl *ringLog) joinLog(self cluster.Member) error {
 		return fmt.Errorf("node: this node (%s) was %s from the cluster at or before epoch %d: it holds stale data and "+
 			"must not serve it again; wipe its data directory (%s) to join anew", c.self, m.State, rl.state.Load().Epoch, c.dir)
 	}
-	if _, ok := rl.selfMember(); ok {
+	if m, ok := rl.selfMember(); ok {
+		if m.Addr != self.InternodeAddr {
+			// Restarted on another internode address: the others reach it at the new one
+			// once the log records it (a registration again changes the address only).
+			reg := meta.Register{ID: self.ID, Host: m.Host, Rack: m.Rack, Role: m.Role, Addr: self.InternodeAddr}
+			c.wg.Go(func() {
+				for {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					_, err := rl.log.Propose(ctx, reg)
+					cancel()
+					if err == nil || errors.Is(err, meta.ErrMember) || errors.Is(err, meta.ErrInvalid) {
+						if err != nil {
+							c.log.Warn("recording this node's new internode address", "err", err)
+						}
+						return
+					}
+					select {
+					case <-c.stop:
+						return
+					case <-time.After(time.Second):
+					}
+				}
+			})
+		}
 		if len(seeds) > 0 {
 			if _, err := c.gossip.Join(seeds); err != nil {
 				c.log.Warn("no seed answered; serving with the saved ring", "seeds", seeds, "err", err)
