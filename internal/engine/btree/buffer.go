@@ -80,16 +80,15 @@ func rowBytes(key string, r *row.Row) int64 {
 	return n
 }
 
-// insert merges m into the memtable.
+// insert merges m into the memtable. A key's first mutation is merged too (into the empty
+// row), so that a row tombstone shadows the older cells of its own mutation: a read of a
+// key the tree does not hold returns the buffered row as it is.
 func (t *memtable) insert(m *row.Mutation) {
 	old, ok := t.rows[string(m.Key)]
-	var merged row.Row
 	if ok {
 		t.bytes -= rowBytes(string(m.Key), &old)
-		merged = row.Merge(old, m.Row)
-	} else {
-		merged = m.Row
 	}
+	merged := row.Merge(old, m.Row)
 	merged = merged.Clone() // the caller's batch and old's memory are not ours to keep
 	t.rows[string(m.Key)] = merged
 	t.bytes += rowBytes(string(m.Key), &merged)
