@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,8 +29,9 @@ const defaultOps = 2000
 // RunMetamorphic runs one seeded sequence of operations on every engine in fs and on the
 // Model, and fails at the first operation whose result differs. Operations: apply batches
 // of colliding random mutations (and invalid batches), get, scan, move the clock (so TTLs
-// expire), flush, close and reopen (persistent engines only), and iterators held open
-// across writes (snapshot isolation).
+// expire), flush, close and reopen (persistent engines only), iterators held open
+// across writes (snapshot isolation), and range deletions (left out, with a log line,
+// unless every engine is an engine.RangeDeleter).
 //
 // The seed is logged; set KURA_SEED=n (or -enginetest.seed=n, or "random") to choose one
 // and KURA_OPS=n (or -enginetest.ops=n) for the length. The grace period is far longer
@@ -95,6 +97,10 @@ func runMetamorphic(t testing.TB, seed uint64, n int, fs []Factory) {
 			r.close()
 		}
 	})
+	if without := notRangeDeleters(runners); without != "" {
+		t.Logf("no range deletions: %s not an engine.RangeDeleter", without)
+		ops = slices.DeleteFunc(ops, func(o op) bool { return o.kind == opDeleteRange })
+	}
 	perturbRng := rand.New(rand.NewPCG(seed, 1))
 	for i, o := range ops {
 		if o.kind == opAdvance {
@@ -110,6 +116,17 @@ func runMetamorphic(t testing.TB, seed uint64, n int, fs []Factory) {
 			r.perturb(t, i, perturbRng)
 		}
 	}
+}
+
+// notRangeDeleters names the runners' engines that are not an engine.RangeDeleter.
+func notRangeDeleters(runners []*runner) string {
+	var names []string
+	for _, r := range runners {
+		if _, ok := r.e.(engine.RangeDeleter); !ok {
+			names = append(names, r.name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // perturbLog is how many of the latest perturbations a failure shows.
@@ -172,6 +189,8 @@ func (r *runner) exec(t testing.TB, o op) outcome {
 		it, err := r.e.NewIterator(o.lo, o.hi)
 		r.iters[o.slot] = it
 		return outcome{err: err}
+	case opDeleteRange:
+		return outcome{err: r.e.(engine.RangeDeleter).DeleteRange(o.lo, o.hi)}
 	case opIterDrain:
 		it := r.iters[o.slot]
 		r.iters[o.slot] = nil

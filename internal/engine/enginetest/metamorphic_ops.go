@@ -19,6 +19,7 @@ const (
 	opReopen    // Close and Open (persistent engines; others Flush)
 	opIterOpen  // open an iterator into a slot and keep it across later operations
 	opIterDrain // drain and close the slot's iterator
+	opDeleteRange
 )
 
 // iterSlots is how many iterators a sequence holds open at once.
@@ -54,6 +55,8 @@ func (o op) String() string {
 		return fmt.Sprintf("iterator %d open [%s, %s)", o.slot, fmtBound(o.lo), fmtBound(o.hi))
 	case opIterDrain:
 		return fmt.Sprintf("iterator %d drain", o.slot)
+	case opDeleteRange:
+		return fmt.Sprintf("delete range [%s, %s)", fmtBound(o.lo), fmtBound(o.hi))
 	}
 	return fmt.Sprintf("op(%d)", o.kind)
 }
@@ -62,6 +65,9 @@ func (o op) String() string {
 func (p op) touches(o op) bool {
 	if p.kind == opIterOpen && o.kind == opIterDrain && p.slot == o.slot {
 		return true
+	}
+	if p.kind == opDeleteRange {
+		return p.deletes(o)
 	}
 	if p.kind != opApply {
 		return false
@@ -79,6 +85,23 @@ func (p op) touches(o op) bool {
 				if bytes.Equal(m.Key, w.Key) {
 					return true
 				}
+			}
+		}
+	}
+	return false
+}
+
+// deletes reports whether p, a range deletion, deletes a key that o reads or writes.
+func (p op) deletes(o op) bool {
+	switch o.kind {
+	case opGet:
+		return inRange(o.key, p.lo, p.hi)
+	case opScan, opIterDrain, opIterOpen:
+		return true
+	case opApply, opApplyInvalid:
+		for _, m := range o.batch {
+			if inRange(m.Key, p.lo, p.hi) {
+				return true
 			}
 		}
 	}
@@ -122,8 +145,11 @@ func (g *generator) nextOp(now int64, open *[iterSlots]bool, persistent bool) (o
 		return op{kind: opApply, batch: g.batch(now)}, true
 	case p < 400:
 		return op{kind: opApplyInvalid, batch: g.invalidBatch(now)}, true
-	case p < 650:
+	case p < 640:
 		return op{kind: opGet, key: g.key()}, true
+	case p < 650:
+		lo, hi := g.bounds()
+		return op{kind: opDeleteRange, lo: lo, hi: hi}, true
 	case p < 760:
 		lo, hi := g.bounds()
 		return op{kind: opScan, lo: lo, hi: hi}, true
