@@ -14,8 +14,8 @@ import (
 // Limits of one write transaction of DeleteRange. bbolt runs one write transaction at a
 // time and keeps every page it dirties in memory until it commits: a range of millions of
 // rows deleted at once would hold up every other write for the whole range and take
-// memory in proportion to it. A chunk of 10,000 keys of 20 bytes dirties a few hundred
-// pages.
+// memory in proportion to it. A chunk is about as many keys as two of the committer's
+// largest groups (DefaultMaxGroupMutations).
 const (
 	deleteRangeChunk      = 10_000
 	deleteRangeChunkBytes = 16 << 20 // of keys, for ranges of long keys
