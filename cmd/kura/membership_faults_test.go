@@ -917,23 +917,10 @@ func TestDataRequestsGoOnWhileTheVotersLackQuorum(t *testing.T) {
 	fc.checkNothingLost(work, oneAcked, live, stopped[0], stopped[1], other, 5)
 }
 
-// faultKnownBug skips a test that shows a bug not fixed yet, unless KURA_RUN_KNOWN_BUGS is
-// set: the test fails until the bug is fixed.
-func faultKnownBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("KURA_RUN_KNOWN_BUGS") == "" {
-		t.Skip("known bug (KURA_RUN_KNOWN_BUGS=1 runs it): " + why)
-	}
-}
-
-// TestStatusSaysWhenTheVotersLackQuorum: docs/design/membership.md says kura admin
-// status shows the voters and whether they have quorum, and admin.TopologyStatus.Leader
-// is "empty when it knows of none (a topology change then waits)". With two of three
-// voters stopped, the live voter's status goes on naming the stopped leader: Leader
-// falls back to the last leader an answer named (metalog.Log.Leader's hint), which
-// nothing clears, and metalog.Status.Quorum is not in the admin status.
+// TestStatusSaysWhenTheVotersLackQuorum: with two of three voters stopped, the live
+// voter's kura admin status names no leader and says the voters lack a quorum
+// (metalog.Status.Quorum), rather than the last leader it heard of.
 func TestStatusSaysWhenTheVotersLackQuorum(t *testing.T) {
-	faultKnownBug(t, "the status names the last leader heard of while the voters lack quorum")
 	fc := newFaultCluster(t, 3, 3)
 	st := waitTopology(t, fc.nodes[1].adminAddr, "3 voters and a leader", 30*time.Second, func(st *admin.ClusterStatus) bool {
 		return len(st.Topology.Voters) == 3 && st.Topology.Leader != ""
@@ -968,26 +955,23 @@ func TestStatusSaysWhenTheVotersLackQuorum(t *testing.T) {
 		t.Errorf("with 2 of 3 voters stopped for over 5 s, node %d's status names node %d as the metadata log's leader:\n%s",
 			live, fc.number(st.Topology.Leader), b.String())
 	}
+	if !st.Topology.NoQuorum || !strings.Contains(b.String(), "lack a quorum") {
+		t.Errorf("node %d's status does not say the voters lack a quorum:\n%s", live, b.String())
+	}
 }
 
-// TestStreamFailoverKeepsEveryWriteOnAQuorumOfTheNewReplicas: a transfer's planned
-// source is the replica that leaves the range (move.Transfer.Leaving, Strict plans), so
-// that the copy holds every write the leaving replica held; move.Transfer's doc says a
-// copy from another replica "may miss a write that replica missed, so the streamer must
-// merge it from enough replicas (as a refill does) or repair the range after". The node
-// (ringLog.startTransfers) gives every transfer the range's other old replicas as
-// stream.Job.Alternatives, and the streamer, after 3 failed asks of the leaving node,
-// copies the rest of the range from one alternative alone, with no merge and no repair.
+// TestStreamFailoverKeepsEveryWriteOnAQuorumOfTheNewReplicas: a copy from the replica
+// that leaves a range holds every write that replica held; a copy from any other single
+// replica may miss a write acknowledged by the leaving replica and one other. So when the
+// leaving replica is down, the destination merges the range from every old replica that
+// stays (ringLog.startTransfers, mergeSources).
 //
 // Here node 2 misses writes (it is SIGKILLed while they are written at QUORUM, and
 // --hint-max-bytes 1 drops its hints, as a full hint store or an expired hint window
 // would); node 4 is then decommissioned and SIGKILLed as its streams start. The
-// receivers fail over, to node 2 for some ranges, and the decommission completes. Read
-// offline afterwards, some writes acknowledged at QUORUM are on one replica of three:
-// the loss of that one replica loses them, and a QUORUM read of the other two misses
-// them.
+// decommission completes from the replicas that stay, and, read offline afterwards,
+// every write acknowledged at QUORUM is on at least two of the three replicas left.
 func TestStreamFailoverKeepsEveryWriteOnAQuorumOfTheNewReplicas(t *testing.T) {
-	faultKnownBug(t, "a transfer from the leaving replica fails over to one other old replica, which may lack writes")
 	fc := newFaultCluster(t, 4, 4, "--stream-limit", "131072", "--hint-max-bytes", "1")
 	fc.load(1)
 	bulk := faultBulkClient(fc.nodes[1].addr)

@@ -167,8 +167,13 @@ func printPeerStreams(ctx context.Context, w io.Writer, st *admin.ClusterStatus)
 // printTopology prints the metadata part of kura admin status.
 func printTopology(w io.Writer, t *admin.TopologyStatus) {
 	leader := t.Leader
-	if leader == "" {
+	switch {
+	case t.NoQuorum:
+		leader = "none: the voters lack a quorum; topology changes wait, data requests go on"
+	case leader == "":
 		leader = "none known: topology changes wait, data requests go on"
+	case !t.Voter && t.LastPullSeconds > 0:
+		leader += fmt.Sprintf(" (as of a pull %.0f s ago)", t.LastPullSeconds)
 	}
 	limit := "none"
 	if t.StreamLimit > 0 {

@@ -19,6 +19,12 @@ type TopologyStatus struct {
 	// do not).
 	Voters []string `json:"voters"`
 	Leader string   `json:"leader,omitempty"`
+	// Voter says this node is one of the voters; NoQuorum, on a voter, that it has not
+	// heard from a leader with a quorum behind it lately (Leader is then empty). A node
+	// that is not a voter learns the leader from its pulls, LastPullSeconds ago.
+	Voter           bool    `json:"voter,omitempty"`
+	NoQuorum        bool    `json:"no_quorum,omitempty"`
+	LastPullSeconds float64 `json:"last_pull_seconds,omitempty"`
 	// Change is the change in flight, nil when none.
 	Change *ChangeStatus `json:"change,omitempty"`
 	// Streams are the transfers this node receives for the change in flight.

@@ -67,7 +67,8 @@ type ringLog struct {
 	kick     chan struct{} // wakes streamLoop
 
 	mu      sync.Mutex
-	running map[stream.TransferID]bool // streamLoop's transfers in flight
+	running map[stream.TransferID]context.CancelFunc // streamLoop's jobs in flight
+	merging map[stream.TransferID]bool               // transfers merged from the replicas that stay
 	failed  map[stream.TransferID]string
 	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
 	lastErr string                    // the leader loop's last refusal, logged once
@@ -80,7 +81,7 @@ type ringLog struct {
 // openRingLog opens the node's metadata log in its data directory, taking the Raft
 // connections of mux, and its streamer. The state it saved is known at once.
 func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
-	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]bool{},
+	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]context.CancelFunc{}, merging: map[stream.TransferID]bool{},
 		failed: map[stream.TransferID]string{}, first: map[ring.NodeID]time.Time{},
 		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit)}
 	c.handler.StreamPacer = rl.send
@@ -448,83 +449,13 @@ func (rl *ringLog) streamLoop() {
 func (rl *ringLog) discard(change uint64) bool {
 	rl.mu.Lock()
 	maps.DeleteFunc(rl.failed, func(id stream.TransferID, _ string) bool { return id.Change == change })
+	maps.DeleteFunc(rl.merging, func(id stream.TransferID, _ bool) bool { return id.Change == change })
 	rl.mu.Unlock()
 	err := rl.streamer.Discard(change)
 	if err != nil && !errors.Is(err, stream.ErrRunning) {
 		rl.c.log.Warn("discarding the progress of a finished change", "change", change, "err", err)
 	}
 	return err == nil
-}
-
-// startTransfers starts every transfer of st's change to this node not done yet and not
-// running. A transfer whose source is not the replica leaving the range may lack a
-// write that replica took alone, so the range's other old replicas are its alternatives.
-func (rl *ringLog) startTransfers(ctx context.Context, st *meta.State) {
-	c := st.Change
-	for _, j := range stream.Jobs(c.ID, c.Transfers, rl.c.self) {
-		if c.Done[j.ID.Index] {
-			continue
-		}
-		rl.mu.Lock()
-		running := rl.running[j.ID]
-		if !running {
-			rl.running[j.ID] = true
-		}
-		rl.mu.Unlock()
-		if running {
-			continue
-		}
-		if r := c.RangeOf(j.Transfer.Range); r >= 0 {
-			for _, id := range c.Ranges[r].Old {
-				if id != j.Transfer.Source {
-					j.Alternatives = append(j.Alternatives, id)
-				}
-			}
-		}
-		go func() {
-			err := rl.streamer.Run(ctx, j)
-			rl.mu.Lock()
-			delete(rl.running, j.ID)
-			if err != nil && ctx.Err() == nil {
-				rl.failed[j.ID] = err.Error()
-			} else {
-				delete(rl.failed, j.ID)
-			}
-			rl.mu.Unlock()
-			if err != nil && ctx.Err() == nil {
-				rl.c.log.Warn("stream failed; it is retried", "transfer", j.ID, "source", j.Transfer.Source, "err", err)
-			}
-			select {
-			case rl.kick <- struct{}{}:
-			default:
-			}
-		}()
-	}
-}
-
-// reportLoop records the transfers this node completed in the log.
-func (rl *ringLog) reportLoop() {
-	defer rl.c.wg.Done()
-	rl.c.every(reportInterval, func() {
-		st := rl.state.Load()
-		c := st.Change
-		if c == nil {
-			return
-		}
-		done, err := rl.streamer.Completed(c.ID)
-		if err != nil {
-			return
-		}
-		var report []int
-		for _, id := range done {
-			if id.Index < len(c.Done) && !c.Done[id.Index] && c.Transfers[id.Index].Destination == rl.c.self {
-				report = append(report, id.Index)
-			}
-		}
-		if len(report) > 0 {
-			rl.propose(meta.TransfersDone{Change: c.ID, Transfers: report}, fmt.Sprintf("%d transfers done", len(report)))
-		}
-	})
 }
 
 // stats is what the node's membership metrics report (admin.MembershipCollector).

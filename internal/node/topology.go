@@ -179,7 +179,14 @@ func bytesString(n int64) string {
 func (rl *ringLog) status() *admin.TopologyStatus {
 	st := rl.state.Load()
 	ls := rl.log.Status()
-	out := &admin.TopologyStatus{Epoch: st.Epoch, Leader: string(ls.Leader), StreamLimit: rl.recv.Limit()}
+	out := &admin.TopologyStatus{Epoch: st.Epoch, Leader: string(ls.Leader), StreamLimit: rl.recv.Limit(), Voter: ls.Voter}
+	switch {
+	case ls.Voter && !ls.Quorum:
+		// A voter knows: no leader with a quorum behind it has been heard from lately.
+		out.Leader, out.NoQuorum = "", true
+	case !ls.Voter && !ls.LastPull.IsZero():
+		out.LastPullSeconds = time.Since(ls.LastPull).Seconds()
+	}
 	for _, v := range st.Voters {
 		out.Voters = append(out.Voters, string(v))
 	}
