@@ -553,11 +553,10 @@ func (fc *faultCluster) streamSources(nodes ...int) (map[string]int, int) {
 // node 4's --stream-limit (384 KiB/s, kept over its restart) holds the pages it has not
 // sent yet when it is killed; the receivers' limits are set lower still with kura admin
 // stream-limit (128 KiB/s each). A receiver asks the leaving node again from the page
-// each transfer was on, and after 3 failed asks in a row (about 0.7 s) the range's other
-// old replicas: the restart takes about as long, so either may serve the rest; the test
-// logs which did. (Copies from another old replica may lack writes the leaving one
-// held: TestStreamFailoverKeepsEveryWriteOnAQuorumOfTheNewReplicas; here every node
-// takes every write.) Seeded (KURA_LEAVE_RESTART_SEED).
+// each transfer was on until its failure detector holds it down; then it merges each
+// range from the old replicas that stay (TestStreamFailoverKeepsEveryWriteOnAQuorumOfTheNewReplicas
+// shows why from them all): the restart takes about as long, so either may serve the
+// rest; the test logs which did. Seeded (KURA_LEAVE_RESTART_SEED).
 func TestRestartedLeavingNodeCompletesItsDecommission(t *testing.T) {
 	seed := faultSeed(t, "KURA_LEAVE_RESTART_SEED")
 	fc := newFaultCluster(t, 4, 4, "--stream-limit", "393216")
@@ -611,7 +610,7 @@ func TestRestartedLeavingNodeCompletesItsDecommission(t *testing.T) {
 	}
 	t.Logf("after the kill the receivers streamed from %v; from others than the leaving node: %v", after, others)
 	// The restarted node's counter counts what it sent since its restart; the receivers'
-	// counters what they sent as the alternatives of each other's transfers.
+	// counters what they sent as merge sources of each other's transfers.
 	size, doneSeen := faultProgressTotals(final)
 	sentAfter := int64(faultMetric(t, fc.nodes[4].adminAddr, "kura_stream_sent_bytes_total"))
 	var sentByOthers int64

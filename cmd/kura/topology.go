@@ -208,5 +208,9 @@ func printStream(w io.Writer, s admin.StreamStatus) {
 	if s.Error != "" {
 		state += "; last run stopped: " + s.Error
 	}
-	fmt.Fprintf(w, "  transfer %d from %s: %s of ~%s, %s\n", s.Index, s.Source, humanBytes(s.Bytes), humanBytes(s.Estimate), state)
+	from := "from"
+	if s.Merge {
+		from = "merged from"
+	}
+	fmt.Fprintf(w, "  transfer %d %s %s: %s of ~%s, %s\n", s.Index, from, s.Source, humanBytes(s.Bytes), humanBytes(s.Estimate), state)
 }

@@ -57,6 +57,10 @@ type StreamStatus struct {
 	Done        bool    `json:"done,omitempty"`
 	Failures    int     `json:"failures,omitempty"`
 	ResumedFrom int64   `json:"resumed_from,omitempty"`
+	// Merge says this stream is one of the copies the transfer is merged from, the
+	// replicas that stay in its range, because its planned source is not the replica
+	// that leaves the range or is down.
+	Merge bool `json:"merge,omitempty"`
 	// Error is why the transfer's last run stopped (a full disk, a source gone); it is
 	// run again, and the range's old replicas keep serving it meanwhile.
 	Error string `json:"error,omitempty"`

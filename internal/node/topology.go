@@ -212,18 +212,19 @@ func (rl *ringLog) status() *admin.TopologyStatus {
 	failed := maps.Clone(rl.failed)
 	rl.mu.Unlock()
 	for _, t := range rl.streamer.Transfers() {
-		if t.ID.Change != c.ID {
+		i, merge := transferOf(t.ID)
+		if t.ID.Change != c.ID || i >= len(c.Transfers) {
 			continue
 		}
-		out.Streams = append(out.Streams, admin.StreamStatus{Index: t.ID.Index, Source: string(t.Source), Bytes: t.Bytes,
-			Estimate: t.EstimateBytes, RateBPS: t.BytesPerSecond, ETASeconds: t.ETA.Seconds(), Done: c.Done[t.ID.Index],
-			Failures: int(t.Failures), ResumedFrom: t.ResumedBytes, Error: failed[t.ID]})
+		out.Streams = append(out.Streams, admin.StreamStatus{Index: i, Source: string(t.Source), Bytes: t.Bytes,
+			Estimate: t.EstimateBytes, RateBPS: t.BytesPerSecond, ETASeconds: t.ETA.Seconds(), Done: c.Done[i],
+			Failures: int(t.Failures), ResumedFrom: t.ResumedBytes, Merge: merge, Error: failed[t.ID]})
 		delete(failed, t.ID)
 	}
 	for id, msg := range failed { // stopped, not running now
-		if id.Change == c.ID {
-			tr := c.Transfers[id.Index]
-			out.Streams = append(out.Streams, admin.StreamStatus{Index: id.Index, Source: string(tr.Source), Estimate: tr.Bytes, Error: msg})
+		if i, merge := transferOf(id); id.Change == c.ID && i < len(c.Transfers) {
+			tr := c.Transfers[i]
+			out.Streams = append(out.Streams, admin.StreamStatus{Index: i, Source: string(tr.Source), Estimate: tr.Bytes, Merge: merge, Error: msg})
 		}
 	}
 	slices.SortFunc(out.Streams, func(a, b admin.StreamStatus) int { return a.Index - b.Index })

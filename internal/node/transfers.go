@@ -34,6 +34,15 @@ func mergeID(change uint64, i, k int) stream.TransferID {
 	return stream.TransferID{Change: change, Index: mergeBase + i*mergeSlots + k}
 }
 
+// transferOf returns the index of the transfer a job copies, and whether the job is one
+// of its merge copies.
+func transferOf(id stream.TransferID) (int, bool) {
+	if id.Index >= mergeBase {
+		return (id.Index - mergeBase) / mergeSlots, true
+	}
+	return id.Index, false
+}
+
 // mergeSources returns the replicas transfer tr of c is merged from: those of its range's
 // old set that stay in its new set. A write acknowledged at a level the old set met is on
 // enough of them for the same level in the new set once they are merged: the replicas
