@@ -9,7 +9,6 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -476,28 +475,13 @@ func (rl *ringLog) stats() admin.MembershipStats {
 	return out
 }
 
-// describe is the change in flight for admin status.
+// describeChange says what a change does, for admin status and plans.
 func describeChange(c *meta.Change) string {
-	var parts []string
-	add := func(what string, ids []ring.NodeID) {
-		if len(ids) > 0 {
-			s := make([]string, len(ids))
-			for i, id := range ids {
-				s[i] = string(id)
-			}
-			parts = append(parts, what+" "+strings.Join(s, ","))
-		}
+	ops := topo.Ops{Joins: c.Joins, Leaves: c.Leaves, Removes: c.Removes, Replaces: c.Replaces}
+	if ops.Empty() {
+		return "moving ranges back" // a cancelled change's reverting half
 	}
-	add("join", c.Joins)
-	add("decommission", c.Leaves)
-	add("remove", c.Removes)
-	for _, r := range c.Replaces {
-		parts = append(parts, fmt.Sprintf("replace %s with %s", r.Old, r.New))
-	}
-	if len(parts) == 0 {
-		return "moving ranges back"
-	}
-	return strings.Join(parts, ", ")
+	return ops.String()
 }
 
 // close stops the log.
