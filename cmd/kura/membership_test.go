@@ -335,13 +335,132 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 		}
 		c.Close()
 	}
-	// At ALL, every replica answers: each holds the newest acknowledged value or newer.
-	atAll := map[string]string{}
-	for key := range acked {
-		got, _ := c1.Get(context.Background(), key).Result()
-		atAll[key] = got // the newest, possibly a write acknowledged to no one
-	}
-	if missing := missingAtAll(t, c1, atAll); missing > 0 {
+	// At ALL, every replica answers: each holds the newest acknowledged value or newer
+	// (the newest read may be a write acknowledged to no one).
+	if missing := missingAtAll(t, c1, readAll(t, c1, acked)); missing > 0 {
 		t.Errorf("%d keys read differently at ALL", missing)
 	}
+}
+
+// TestStagedJoinAndReplace: a node started with --join=staged registers and waits, shown
+// by kura admin plan, until kura admin commit starts its join; a node started with
+// --replace takes the tokens of a dead one, streaming its ranges from the survivors.
+// Real Redis clients write and read at QUORUM throughout; afterwards every acknowledged
+// write reads back through every node and at ALL.
+func TestStagedJoinAndReplace(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	base := freeBasePort(t, 6)
+	dir := t.TempDir()
+	seeds := "127.0.0.1:" + strconv.Itoa(base+1)
+	nodes := map[int]*ringNode{1: startRingNode(t, dir, base, 1, "")}
+	for k := 2; k <= 3; k++ {
+		nodes[k] = startRingNode(t, dir, base, k, seeds)
+	}
+	waitTopology(t, nodes[1].adminAddr, "3 normal members", time.Minute, settled(3))
+	const static = 1000
+	loadStatic(t, nodes[1].addr, static)
+	c1 := redis.NewClient(&redis.Options{Addr: nodes[1].addr, PoolSize: 8, MaxRetries: -1})
+	defer c1.Close()
+	work := startMonotonic([]*redis.Client{c1}, 4, 250, static, seed)
+
+	// Staged: registered, and still joining after more than the batching window.
+	nodes[4] = startRingNode(t, dir, base, 4, seeds, "--join", "staged")
+	time.Sleep(4 * time.Second)
+	st := waitTopology(t, nodes[1].adminAddr, "node 4 registered", time.Minute, func(st *admin.ClusterStatus) bool {
+		for _, m := range st.Members {
+			if m.ID == nodes[4].id {
+				return m.Status == "joining"
+			}
+		}
+		return false
+	})
+	if st.Topology.Change != nil {
+		t.Fatalf("a change started for a staged joiner without a commit: %+v", st.Topology.Change)
+	}
+	out, err := runKura(t, "admin", "plan", "--admin", nodes[2].adminAddr)
+	if err != nil || !strings.Contains(out, "join "+nodes[4].id) || !strings.Contains(out, "not started") {
+		t.Fatalf("kura admin plan: %v\n%s", err, out)
+	}
+	if out, err = runKura(t, "admin", "commit", "--admin", nodes[2].adminAddr); err != nil || !strings.Contains(out, "started at epoch") {
+		t.Fatalf("kura admin commit: %v\n%s", err, out)
+	}
+	waitTopology(t, nodes[1].adminAddr, "the staged node joined", 2*time.Minute, settled(4))
+
+	// Replace: node 3 dies; node 5 takes its tokens.
+	st, _ = fetchStatus(context.Background(), nodes[1].adminAddr)
+	tokensOf := func(st *admin.ClusterStatus, id string) int {
+		for _, m := range st.Members {
+			if m.ID == id {
+				return m.Tokens
+			}
+		}
+		return -1
+	}
+	deadTokens := tokensOf(st, nodes[3].id)
+	if err := nodes[3].kill(t, syscall.SIGKILL); err == nil {
+		t.Fatal("node 3 exited cleanly after SIGKILL")
+	}
+	waitTopology(t, nodes[1].adminAddr, "node 3 down", time.Minute, func(st *admin.ClusterStatus) bool {
+		for _, m := range st.Members {
+			if m.ID == nodes[3].id {
+				return !m.Up
+			}
+		}
+		return false
+	})
+	nodes[5] = startRingNode(t, dir, base, 5, seeds, "--replace", nodes[3].id)
+	st = waitTopology(t, nodes[1].adminAddr, "node 3 replaced", 2*time.Minute, func(st *admin.ClusterStatus) bool {
+		for _, m := range st.Members {
+			if m.ID == nodes[3].id && m.Status != "removed" {
+				return false
+			}
+		}
+		return settled(4)(st)
+	})
+	if got := tokensOf(st, nodes[5].id); got != deadTokens {
+		t.Errorf("the replacement holds %d tokens, the dead node held %d", got, deadTokens)
+	}
+	time.Sleep(time.Second)
+	work.stopAndWait()
+	if len(work.violations) > 0 {
+		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(work.violations), work.violations[:min(5, len(work.violations))])
+	}
+	acked := map[string]string{}
+	for i := range static {
+		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
+	}
+	for k, v := range work.acked {
+		acked[k] = strconv.Itoa(v)
+	}
+	for _, k := range []int{1, 2, 4, 5} {
+		c := redis.NewClient(&redis.Options{Addr: nodes[k].addr, MaxRetries: -1})
+		missing := 0
+		for key, v := range acked {
+			if got, err := c.Get(context.Background(), key).Result(); err != nil || got != v && strings.HasPrefix(key, "s-") {
+				missing++
+			} else if n, _ := strconv.Atoi(got); !strings.HasPrefix(key, "s-") && n < work.acked[key] {
+				missing++
+			}
+		}
+		c.Close()
+		if missing > 0 {
+			t.Errorf("through node %d: %d of %d acknowledged keys read back older or not at all", k, missing, len(acked))
+		}
+	}
+	if missing := missingAtAll(t, c1, readAll(t, c1, acked)); missing > 0 {
+		t.Errorf("%d keys read differently at ALL", missing)
+	}
+}
+
+// readAll returns what c reads now for every key of acked: the newest values, which ALL
+// must then agree on.
+func readAll(t *testing.T, c *redis.Client, acked map[string]string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for key := range acked {
+		got, _ := c.Get(context.Background(), key).Result()
+		out[key] = got
+	}
+	return out
 }
