@@ -235,9 +235,9 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 
 	c1 := redis.NewClient(&redis.Options{Addr: nodes[1].addr, PoolSize: 8, MaxRetries: -1})
 	defer c1.Close()
-	const static = 2000
+	static := envInt(t, "KURA_MEMBERSHIP_KEYS", 2000) // scripts/membership-long.sh raises it
 	loadStatic(t, nodes[1].addr, static)
-	work := startMonotonic([]*redis.Client{c1}, 4, 250, static, seed)
+	work := startMonotonic([]*redis.Client{c1}, envInt(t, "KURA_MEMBERSHIP_WRITERS", 4), 250, static, seed)
 	defer func() {
 		select {
 		case <-work.stop:
@@ -451,6 +451,20 @@ func TestStagedJoinAndReplace(t *testing.T) {
 	if missing := missingAtAll(t, c1, readAll(t, c1, acked)); missing > 0 {
 		t.Errorf("%d keys read differently at ALL", missing)
 	}
+}
+
+// envInt returns the integer in environment variable name, or def when it is unset.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 // readAll returns what c reads now for every key of acked: the newest values, which ALL
