@@ -836,13 +836,19 @@ func TestDataRequestsGoOnWhileTheVotersLackQuorum(t *testing.T) {
 	var downAt time.Duration
 	var leaders []string
 	watched := make(chan struct{})
+	// The watcher reads no fc.nodes, which the test writes as node 5 starts.
+	liveAdmin := fc.nodes[live].adminAddr
+	var stoppedIDs []string
+	for _, k := range stopped {
+		stoppedIDs = append(stoppedIDs, fc.id(k))
+	}
 	go func() {
 		defer close(watched)
 		for time.Since(stoppedAt) < outage {
-			if st, err := fetchStatus(context.Background(), fc.nodes[live].adminAddr); err == nil && st.Topology != nil {
+			if st, err := fetchStatus(context.Background(), liveAdmin); err == nil && st.Topology != nil {
 				down := 0
 				for _, m := range st.Members {
-					if !m.Up && slices.Contains(stopped, fc.number(m.ID)) {
+					if !m.Up && slices.Contains(stoppedIDs, m.ID) {
 						down++
 					}
 				}
