@@ -17,20 +17,24 @@
 # node sends and receives, set on every node), MEM_MAX (268435456: each node's memory
 # cgroup limit, page cache included; 0 runs uncapped), READ_RATE (50), BASE_PORT (28000:
 # ports BASE+1.. for gossip, +1000 internode, +2000 RESP, +3000 admin, below the ephemeral
-# range), DIAGNOSE (1 adds, per token setting, the largest count at once without reads
-# twice more: with the limit on the old nodes only, then on the new nodes only),
-# KURA_BIN (a kura binary instead of building this tree's), KEEP (1 keeps the work
-# directory).
+# range), DIAGNOSE (counts, e.g. "3 5": per token setting, each count at once without
+# reads twice more, with the limit on the old nodes only, then on the new nodes only), GRID
+# (0 skips the experiment's runs, for a diagnosis alone), ONE_BY_ONE (0 runs only the
+# additions at once), RESUME (0 skips the resumed join: per token setting, one node joins,
+# is SIGKILLed once it has recorded RESUME_FRACTION, default 0.5, of what it will receive,
+# and is started again), KURA_BIN (a kura binary instead of building this tree's), KEEP (1
+# keeps the work directory). Every run also samples each node's stream counters once a
+# second (timeline.txt in its directory).
 #
 # For each token setting the data is loaded once into a fresh 3-node cluster, the nodes
 # stop cleanly and every run starts from a copy of their data directories, on the same
-# ports (the metadata names them). Before the runs, a replacement (`kura server --replace`)
-# streams a whole replica, unthrottled, to a fresh node: the stream bytes of one replica,
-# the unit the minimum is computed in (scripts/bench-join/main.go), and the rate one node
-# streams at without a limit. Each run leaves in OUT/runs/NAME the nodes' logs, /cluster
-# before and after every change, the stream metrics after every change, the read load's
-# result and row.json (scripts/bench-join analyze); OUT/tables.md and the plots come from
-# `bench-join report`.
+# ports (the metadata names them). Before the runs, every row's size in stream bytes is
+# read from a copy of a replica (OUT/cal-tT/rowsizes.bin: the unit of the minimum and the
+# bound, scripts/bench-join/main.go), and one node is added with no limit on any node (the
+# rate a node streams at unthrottled). Each run leaves in OUT/runs/NAME the nodes' logs,
+# /cluster before and after every change, the stream metrics after every change, the
+# nodes' peak memory, the read load's result and row.json (scripts/bench-join analyze);
+# OUT/tables.md and the plots come from `bench-join report`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/join}
@@ -49,11 +53,13 @@ MAXCOUNT=$(printf '%s\n' $COUNTS | sort -n | tail -n 1)
 WORK=$(mktemp -d /tmp/kura-join.XXXXXX)
 declare -A PIDS=()
 READER=""
+TIMELINE=""
 CGROOT=""
 CGFILE=""
 
 cleanup() {
   [ -z "$READER" ] || kill -INT "$READER" 2>/dev/null || true
+  [ -z "$TIMELINE" ] || kill "$TIMELINE" 2>/dev/null || true
   for k in "${!PIDS[@]}"; do kill -TERM "${PIDS[$k]}" 2>/dev/null || true; done
   for k in "${!PIDS[@]}"; do wait "${PIDS[$k]}" 2>/dev/null || true; done
   [ -z "$CGROOT" ] || for k in $(seq 8); do rmdir "$CGROOT/kura-join-n$k" 2>/dev/null || true; done
@@ -101,6 +107,7 @@ start_node() {
     cg=$CGROOT/kura-join-n$k
     mkdir -p "$cg"
     echo "$MEM_MAX" >"$cg/$CGFILE"
+    [ "$CGFILE" != memory.limit_in_bytes ] || echo 0 >"$cg/memory.max_usage_in_bytes" 2>/dev/null || true
   fi
   (
     [ -z "$cg" ] || echo "$BASHPID" >"$cg/cgroup.procs"
@@ -114,6 +121,37 @@ start_node() {
       --memory-limit-bytes 134217728 ${seeds[@]+"${seeds[@]}"} "$@" >"$log" 2>&1
   ) &
   PIDS[$k]=$!
+}
+
+# start_timeline FILE: every second, each running node's stream bytes sent and received
+# (its counters), "UNIX_NS NODE SENT RECEIVED" a line, until stop_timeline.
+start_timeline() {
+  (
+    while :; do
+      local now k m
+      now=$(date +%s%N)
+      for k in $(seq 8); do
+        m=$(curl -sf -m 1 "http://$(admin "$k")/metrics" 2>/dev/null) || continue
+        awk -v t="$now" -v k="$k" '/^kura_stream_sent_bytes_total/ {s += $2} /^kura_stream_received_bytes_total/ {r += $2}
+          END {printf "%s %d %.0f %.0f\n", t, k, s, r}' <<<"$m"
+      done
+      sleep 1
+    done
+  ) >"$1" &
+  TIMELINE=$!
+}
+stop_timeline() {
+  [ -z "$TIMELINE" ] || { kill "$TIMELINE" 2>/dev/null || true; wait "$TIMELINE" 2>/dev/null || true; }
+  TIMELINE=""
+}
+
+# mem_peaks: each running node's cgroup's peak memory (page cache included) since it
+# started, "K BYTES" a line (v2 reports the cgroup's peak over its life).
+mem_peaks() {
+  [ -n "$CGROOT" ] || return 0
+  local f=memory.max_usage_in_bytes
+  [ "$CGFILE" = memory.limit_in_bytes ] || f=memory.peak
+  for k in "${!PIDS[@]}"; do echo "$k $(cat "$CGROOT/kura-join-n$k/$f" 2>/dev/null || echo 0)"; done
 }
 
 stop_nodes() {
@@ -215,56 +253,34 @@ start_three() {
   wait_settled 3 180
 }
 
-# calibrate: on a copy of the base, unthrottled, node 3 is stopped and node 4 replaces it,
-# receiving a whole replica: REPLICA_BYTES, in the stream's own unit. With a read load,
-# first 20 s of reads with no change, the baseline of the runs' read latency.
+# calibrate: the size of every row in stream bytes, from a copy of node 1's store
+# (bench-join rowsizes: the unit of the minimum and the bound); then, with a read load,
+# 20 s of reads with no change (the baseline of the runs' read latency); then one node
+# added with no stream limit on any node (what a node streams unthrottled).
 calibrate() {
   local cal=$OUT/cal-t$T
   fresh_run "$cal"
-  LIMIT=0 start_three "$cal"
+  SIZES=$(cd "$OUT" && pwd)/cal-t$T/rowsizes.bin
+  "$HELPER" rowsizes -store "$WORK/run/n1/lsm" -out "$SIZES" | sed "s/^/node 1's replica ($T token(s)): /"
   if [[ " $LOADS " == *" read "* ]]; then
+    LIMIT=0 start_three "$cal"
     "$KURA" bench run -w read-only --target "$(targets)" --records "$RECORDS" --rate "$READ_RATE" \
       --consistency ONE --threads 4 -p requestdistribution=uniform --seed 7 --progress none \
       --label reads-at-one --plots=false --out "$cal/reads" --duration 20s | sed -n 1,3p
+    stop_nodes
   fi
-  local id3
-  id3=$(node_id "$cal/logs/n3.log")
-  kill -TERM "${PIDS[3]}"
-  wait "${PIDS[3]}" || true
-  unset 'PIDS[3]'
-  local deadline=$((SECONDS + 60))
-  until curl -sf "http://$(admin 1)/cluster" | jq -e --arg id "$id3" '.members[] | select(.id == $id) | .up == false' >/dev/null; do
-    [ $SECONDS -lt $deadline ] || { echo "node 3 not seen down" >&2; return 1; }
-    sleep 0.25
-  done
-  local t0 t1
-  t0=$(date +%s%N)
-  LIMIT=0 start_node 4 "$WORK/run" "$cal/logs/n4.log" 1 --replace "$id3"
-  wait_ready 4 "$cal/logs/n4.log"
-  wait_settled 3 900
-  t1=$(date +%s%N)
-  REPLICA_BYTES=$(curl -sf "http://$(admin 4)/metrics" | awk '/^kura_stream_received_bytes_total/ {s += $2} END {printf "%.0f", s}')
-  curl -sf "http://$(admin 1)/cluster" >"$cal/cluster-after.json"
-  stop_nodes
-  local took
-  took=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", (b - a) / 1e9}')
-  cat >"$cal/cal.env" <<EOF
-tokens=$T
-records=$RECORDS
-replica_bytes=$REPLICA_BYTES
-replace_s=$took
-uptime=$(uptime)
-EOF
-  echo "a replica is $REPLICA_BYTES stream bytes ($T token(s)); replacing a node, unthrottled, took $took s from its start"
+  run_case at-once 1 none unthrottled
 }
 
 # run_once MODE COUNT LOAD VARIANT DIR: one run from a fresh copy; non-zero if a node did
-# not start or a change did not finish. VARIANT, for the diagnosis only: send-only (the
-# new nodes unlimited) or receive-only (the old nodes unlimited); empty: every node limited.
+# not start or a change did not finish. VARIANT is empty for the experiment's runs (every
+# node limited); unthrottled (no node limited) for the calibration; send-only (the new
+# nodes unlimited) or receive-only (the old nodes unlimited) for the diagnosis.
 run_once() {
   local mode=$1 count=$2 load=$3 variant=$4 r=$5
   local old_limit=$STREAM_LIMIT new_limit=$STREAM_LIMIT
   case "$variant" in
+  unthrottled) old_limit=0 new_limit=0 ;;
   send-only) new_limit=0 ;;
   receive-only) old_limit=0 ;;
   esac
@@ -283,11 +299,12 @@ load=$load
 variant=$variant
 limit=$STREAM_LIMIT
 records=$RECORDS
-replica_bytes=$REPLICA_BYTES
+sizes=$SIZES
 mem_cap=$MEM_CAP
 steps=$steps
 uptime=$(uptime)
 EOF
+  start_timeline "$r/timeline.txt"
   if [ "$load" = read ]; then
     start_reads "$r/reads"
     sleep 5
@@ -305,6 +322,8 @@ EOF
     curl -sf "http://$(admin 1)/cluster" >"$r/cluster-$s.json"
   done
   [ -z "$READER" ] || stop_reads
+  stop_timeline
+  mem_peaks >"$r/mem-peak.txt"
   stop_nodes
   "$HELPER" analyze "$r"
 }
@@ -321,6 +340,7 @@ run_case() {
       return 0
     fi
     [ -z "$READER" ] || stop_reads
+    stop_timeline
     stop_nodes
     echo "$name: try $try failed (logs in $r/logs)"
     [ "$try" = 2 ] || mv "$r" "$r.failed-$try"
@@ -328,23 +348,85 @@ run_case() {
   touch "$r/failed"
 }
 
+# stream_sent K: node K's kura_stream_sent_bytes_total.
+stream_sent() {
+  curl -sf "http://$(admin "$1")/metrics" | awk '/^kura_stream_sent_bytes_total/ {s += $2} END {printf "%.0f", s}'
+}
+
+# progress_bytes DIR: what a node's progress files record, "BYTES DONE": the bytes applied
+# and the transfers done.
+progress_bytes() {
+  local files=("$1"/streams/change-*/transfer-*.json)
+  [ -e "${files[0]}" ] || { echo "0 0"; return 0; }
+  jq -s -r '"\(map(.bytes) | add) \(map(select(.done)) | length)"' "${files[@]}"
+}
+
+# resume_case: seed 004's resumption at the experiment's scale. One node joins under the
+# stream limit, is SIGKILLed once its progress files record RESUME_FRACTION (default 0.5)
+# of what it will receive (3/4 of a replica: RF 3 over 4 nodes), and is started again on
+# the same directory. What the sources had sent before the kill less what the joiner had
+# recorded is what they send again; OUT/resume-tT.env holds the figures.
+resume_case() {
+  local r=$OUT/runs/t$T-resume
+  rm -rf "$r"
+  fresh_run "$r"
+  LIMIT=$STREAM_LIMIT start_three "$r" || return 1
+  local at t0=$SECONDS rec=0 done=0
+  at=$(od -An -v -tu4 -w12 -j8 "$SIZES" | awk -v f="${RESUME_FRACTION:-0.5}" '{s += $1} END {printf "%.0f", s * 0.75 * f}')
+  LIMIT=$STREAM_LIMIT start_node 4 "$WORK/run" "$r/logs/n4.log" 1
+  until [ "$rec" -ge "$at" ]; do
+    [ $((SECONDS - t0)) -lt 1200 ] || { echo "resume: the joiner never recorded $at B" >&2; return 1; }
+    sleep 0.5
+    read -r rec done < <(progress_bytes "$WORK/run/n4")
+  done
+  kill -KILL "${PIDS[4]}"
+  wait "${PIDS[4]}" 2>/dev/null || true
+  unset 'PIDS[4]'
+  local killed_s=$((SECONDS - t0)) sent_before=0 sent_total=0 k
+  read -r rec done < <(progress_bytes "$WORK/run/n4")
+  for k in 1 2 3; do sent_before=$((sent_before + $(stream_sent "$k"))); done
+  LIMIT=$STREAM_LIMIT start_node 4 "$WORK/run" "$r/logs/n4-restarted.log" 1
+  wait_settled 4 1200 || return 1
+  for k in 1 2 3; do sent_total=$((sent_total + $(stream_sent "$k"))); done
+  stop_nodes
+  local resent=$((sent_before - rec)) pct
+  pct=$(awk -v a="$resent" -v b="$sent_before" 'BEGIN {printf "%.2f", 100 * a / b}')
+  cat >"$OUT/resume-t$T.env" <<EOF
+tokens=$T
+limit=$STREAM_LIMIT
+killed_after_s=$killed_s
+transfers_done_at_kill=$done
+sent_before_kill=$sent_before
+recorded_at_kill=$rec
+sent_after_restart=$((sent_total - sent_before))
+sent_total=$sent_total
+resent=$resent
+resent_percent=$pct
+uptime=$(uptime)
+EOF
+  echo "t$T resume: SIGKILLed after $killed_s s with $rec B recorded and $sent_before B sent; $resent B sent again, $pct% of what it had been sent"
+}
+
 rm -rf "$OUT"
 mkdir -p "$OUT/runs"
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) $(uptime) records=$RECORDS tokens=\"$TOKENS\" counts=\"$COUNTS\" loads=\"$LOADS\" stream_limit=$STREAM_LIMIT mem_cap=$MEM_CAP read_rate=$READ_RATE quick=${QUICK:-0} diagnose=${DIAGNOSE:-0} kura=$(git rev-parse --short HEAD 2>/dev/null || echo '?')" | tee "$OUT/conditions.txt"
+echo "# $(date -u +%FT%TZ) nproc=$(nproc) $(uptime) records=$RECORDS tokens=\"$TOKENS\" counts=\"$COUNTS\" loads=\"$LOADS\" stream_limit=$STREAM_LIMIT mem_cap=$MEM_CAP read_rate=$READ_RATE quick=${QUICK:-0} diagnose="${DIAGNOSE:-}" grid=${GRID:-1} kura=$(git rev-parse --short HEAD 2>/dev/null || echo '?')" | tee "$OUT/conditions.txt"
 for T in $TOKENS; do
   load_base
   calibrate
-  for load in $LOADS; do
-    # Adding one node at once is the first change of adding them one after another: the
-    # same start, so it is not run twice.
-    for count in $COUNTS; do
-      [ "$count" = 1 ] && [ "$MAXCOUNT" -ge 2 ] || run_case at-once "$count" "$load"
+  if [ "${GRID:-1}" = 1 ]; then
+    for load in $LOADS; do
+      # Adding one node at once is the first change of adding them one after another: the
+      # same start, so it is not run twice.
+      for count in $COUNTS; do
+        [ "$count" = 1 ] && [ "$MAXCOUNT" -ge 2 ] || run_case at-once "$count" "$load"
+      done
+      [ "$MAXCOUNT" -lt 2 ] || [ "${ONE_BY_ONE:-1}" = 0 ] || run_case one-by-one "$MAXCOUNT" "$load"
     done
-    [ "$MAXCOUNT" -lt 2 ] || run_case one-by-one "$MAXCOUNT" "$load"
-  done
-  if [ "${DIAGNOSE:-0}" = 1 ]; then
-    for variant in send-only receive-only; do run_case at-once "$MAXCOUNT" none "$variant"; done
   fi
+  [ "${RESUME:-1}" = 0 ] || resume_case || { stop_nodes; echo "t$T resume: failed (logs in $OUT/runs/t$T-resume/logs)"; }
+  for count in ${DIAGNOSE:-}; do
+    for variant in send-only receive-only; do run_case at-once "$count" none "$variant"; done
+  done
 done
 echo "# done $(date -u +%FT%TZ) $(uptime)" | tee -a "$OUT/conditions.txt"
 "$HELPER" report -out "$OUT" "$OUT"

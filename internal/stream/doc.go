@@ -17,7 +17,10 @@
 //  2. verified against its checksum (CRC-32C of the page's bytes, computed by the
 //     source's encoder; wire.ErrChecksum), and asked again if it does not match;
 //  3. paced by the destination's receive limit (Config.Receive), shared by all its
-//     transfers;
+//     transfers: the page's bytes are reserved when it is asked (the last page's size,
+//     Limiter.Reserve) and settled when it arrives, so that its time under the receive
+//     limit runs while the source paces it, as a byte on a link counts against both ends
+//     at once;
 //  4. written to the sink, which merges its rows (row.Merge) as it merges writes: a write
 //     that reaches the destination during the stream, newer than the streamed row, wins
 //     whatever order they arrive in, tombstones included;
@@ -44,7 +47,9 @@
 // Limits are bytes per second of encoded pages, as a token bucket (Limiter) changeable
 // at any time (SetLimit), 0 unlimited. The destination's receive limit paces its
 // transfers' pages; the source's send limit paces the stream pages it serves, whoever
-// asks. A refill's scans and clients' scans are not paced: a refill is a restarted
+// asks. Waiting for one and then the other would halve the rate of a transfer limited at
+// both ends (a transfer of 8.9 MB under 2 MiB/s at both ends ran at 0.56 of the limit);
+// reserving ahead, it ran at 0.92. A refill's scans and clients' scans are not paced: a refill is a restarted
 // in-memory node that serves no reads until it has every range back.
 //
 // # Failures

@@ -61,3 +61,54 @@ func TestLimiterPacesSharedWaits(t *testing.T) {
 		t.Fatalf("nil limiter: %v, limit %d", err, none.Limit())
 	}
 }
+
+// A reservation takes its bytes when made and is due when the limit has passed them, so a
+// page's time under the receive limit runs while the source paces it; a page smaller than
+// its reservation leaves the difference as credit, which the next reservation or wait
+// takes first; a cancelled reservation is credit too, up to a second at the limit.
+func TestReservationRunsAheadAndKeepsCredit(t *testing.T) {
+	const limit = 1 << 20
+	l := NewLimiter(limit)
+	ctx := context.Background()
+	burst := burstBytes(limit)
+
+	made := time.Now()
+	r := l.Reserve(256 << 10)
+	want := time.Duration(float64((256<<10)-burst) / limit * float64(time.Second))
+	if got := r.due.Sub(made); got < want-5*time.Millisecond || got > want+5*time.Millisecond {
+		t.Fatalf("256 KiB reserved on a full burst of %d is due after %v, want about %v", burst, got, want)
+	}
+	if err := r.Settle(ctx, 128<<10); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(r.due) {
+		t.Fatalf("Settle returned before the reservation was due")
+	}
+	if l.credit != 128<<10 {
+		t.Fatalf("credit %d after a page of 128 KiB settled a reservation of 256 KiB, want %d", l.credit, 128<<10)
+	}
+	// The credit covers the next reservation whole: due at once, and no tokens taken.
+	r2 := l.Reserve(100 << 10)
+	if r2.due.After(time.Now()) || l.credit != 28<<10 {
+		t.Fatalf("a reservation covered by credit is due in %v with %d credit left", time.Until(r2.due), l.credit)
+	}
+	// A page larger than its reservation waits for the rest: here the credit covers it.
+	if err := r2.Settle(ctx, 120<<10); err != nil || l.credit != 8<<10 {
+		t.Fatalf("settling 120 KiB on 100 reserved: %v, credit %d, want %d", err, l.credit, 8<<10)
+	}
+	l.Reserve(64 << 10).Cancel()
+	if l.credit != 64<<10 {
+		t.Fatalf("credit %d after a cancelled reservation of 64 KiB (with 8 KiB before), want %d", l.credit, 64<<10)
+	}
+	for range 20 {
+		l.Reserve(1 << 20).Cancel()
+	}
+	if l.credit != limit {
+		t.Fatalf("credit %d after many cancelled reservations, want it capped at a second (%d)", l.credit, limit)
+	}
+	var none *Limiter
+	if err := none.Reserve(1<<30).Settle(ctx, 1<<30); err != nil {
+		t.Fatalf("nil limiter: %v", err)
+	}
+	none.Reserve(1).Cancel()
+}

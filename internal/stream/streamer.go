@@ -145,7 +145,7 @@ type Streamer struct {
 	cfg      Config
 	pager    *pager
 	progress *progressStore
-	slots    chan struct{}
+	slots    *slots
 
 	mu      sync.Mutex
 	running map[TransferID]*transfer
@@ -163,7 +163,7 @@ func New(cfg Config) (*Streamer, error) {
 		return nil, err
 	}
 	return &Streamer{cfg: cfg, pager: newPager(cfg.Source, cfg.Timeout), progress: ps,
-		slots: make(chan struct{}, cfg.Concurrency), running: map[TransferID]*transfer{},
+		slots: newSlots(cfg.Concurrency), running: map[TransferID]*transfer{},
 		peers: map[ring.NodeID]PeerStats{}}, nil
 }
 
@@ -205,7 +205,8 @@ func (s *Streamer) RunAll(ctx context.Context, jobs []Job) []error {
 
 // Run copies j's transfer, from where its recorded progress says, and returns nil once
 // every page of every key range of it is applied and durable here (at once if it was
-// already). It waits for one of Config.Concurrency slots. It retries a failing source
+// already). It waits for one of Config.Concurrency slots (see slots for which waiting
+// transfer a freed slot goes to). It retries a failing source
 // (and its alternatives) with backoff until ctx ends, then returns ctx's error, wrapped;
 // a page the sink refuses ends it (ErrDiskFull when the disk is full). Either way the
 // progress up to the last page applied is kept.
@@ -218,12 +219,11 @@ func (s *Streamer) Run(ctx context.Context, j Job) error {
 		return err
 	}
 	defer s.release(j.ID)
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
+	release, err := s.slots.acquire(ctx, j.Transfer.Source, j.Transfer.Bytes)
+	if err != nil {
 		return s.stopped(j, ctx)
 	}
-	defer func() { <-s.slots }()
+	defer release()
 
 	rec, fresh, err := s.progress.load(j.ID, j.Transfer)
 	if err != nil {
@@ -257,11 +257,15 @@ func (s *Streamer) copyRange(ctx context.Context, j Job, t *transfer, src *sourc
 	if rec.Keys[i].Next != nil {
 		lo = rec.Keys[i].Next
 	}
+	ahead := s.cfg.PageBytes // what the next page is expected to take: the last page's size
 	for {
 		id := src.current()
 		s.setSource(t, id)
+		// The page's receive time runs while the source paces its send (Limiter.Reserve).
+		res := s.cfg.Receive.Reserve(ahead)
 		resp, size, err := s.pager.fetch(ctx, id, wire.ScanRequest{Lo: lo, Hi: kr.Hi, Rows: s.cfg.PageRows, Bytes: s.cfg.PageBytes, Stream: true})
 		if err != nil {
+			res.Cancel()
 			if ctx.Err() != nil {
 				return s.stopped(j, ctx)
 			}
@@ -274,9 +278,10 @@ func (s *Streamer) copyRange(ctx context.Context, j Job, t *transfer, src *sourc
 			continue
 		}
 		src.ok()
-		if err := s.cfg.Receive.Wait(ctx, size); err != nil {
+		if err := res.Settle(ctx, size); err != nil {
 			return s.stopped(j, ctx)
 		}
+		ahead = min(max(size, 1), s.cfg.PageBytes)
 		if err := s.apply(j, resp.Rows); err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +36,9 @@ type Step struct {
 	// done" line): its own ranges complete; they become current at the leader's next round.
 	JoinerDone []float64 `json:"joiner_done_s"`
 	Epoch      uint64    `json:"epoch"`
+	// Changes is how many changes the leader started for the step's joiners: 1 when the
+	// batching window planned them together.
+	Changes int `json:"changes"`
 
 	// In stream bytes (encoded pages): the minimum, Σ over ranges |new \ old| × bytes,
 	// the least possible largest per-node send or receive over every choice of sources
@@ -66,10 +68,12 @@ type Row struct {
 	Load   string `json:"load"` // none or read
 	// Variant is empty for the experiment's runs; the diagnosis's send-only (the new
 	// nodes unlimited) and receive-only (the old nodes unlimited) runs name theirs.
-	Variant      string  `json:"variant,omitempty"`
-	Limit        int64   `json:"limit"`
-	Records      int64   `json:"records"`
+	Variant string `json:"variant,omitempty"`
+	Limit   int64  `json:"limit"`
+	Records int64  `json:"records"`
+	// ReplicaBytes is one replica's rows in stream bytes (rowsizes), Rows their number.
 	ReplicaBytes int64   `json:"replica_bytes"`
+	Rows         int     `json:"rows"`
 	MemCap       string  `json:"mem_cap"`
 	Uptime       string  `json:"uptime"`
 	Steps        []Step  `json:"steps"`
@@ -82,6 +86,9 @@ type Row struct {
 	// change would move (their tokens as they ended): one-by-one's over-fetch.
 	AtOnceMinimum int64      `json:"at_once_minimum_bytes"`
 	Reads         *ReadStats `json:"reads,omitempty"`
+	// MemPeak is each node's memory cgroup's peak (page cache included), by node number;
+	// nil when the nodes ran uncapped.
+	MemPeak map[int]int64 `json:"mem_peak_bytes,omitempty"`
 }
 
 // ReadStats are the read load's latencies over the run (from 5 s before the first joiner
@@ -102,14 +109,17 @@ func analyze(dir string) error {
 	row.Count, _ = strconv.Atoi(env["count"])
 	row.Limit, _ = strconv.ParseInt(env["limit"], 10, 64)
 	row.Records, _ = strconv.ParseInt(env["records"], 10, 64)
-	row.ReplicaBytes, _ = strconv.ParseInt(env["replica_bytes"], 10, 64)
 	steps, _ := strconv.Atoi(env["steps"])
-	if steps < 1 || row.Records < 1 || row.ReplicaBytes < 1 {
-		return fmt.Errorf("%s: run.env lacks steps, records or replica_bytes", dir)
+	if steps < 1 || env["sizes"] == "" {
+		return fmt.Errorf("%s: run.env lacks steps or sizes", dir)
 	}
-	keys, err := keyTokens(row.Records)
+	keys, err := readRowSizes(env["sizes"])
 	if err != nil {
 		return err
+	}
+	row.ReplicaBytes, row.Rows = 0, len(keys)
+	for _, k := range keys {
+		row.ReplicaBytes += k.bytes
 	}
 	logs, ids, err := readLogs(dir)
 	if err != nil {
@@ -141,7 +151,7 @@ func analyze(dir string) error {
 		if err := stepTimes(&st, logs, after.Topology.Epoch); err != nil {
 			return fmt.Errorf("%s step %d: %w", dir, s, err)
 		}
-		if err := stepBytes(&st, prev, after, keys, row.Records, row.ReplicaBytes, row.Limit); err != nil {
+		if err := stepBytes(&st, prev, after, keys, row.Limit); err != nil {
 			return fmt.Errorf("%s step %d: %w", dir, s, err)
 		}
 		m := readMetricsStep(dir, s)
@@ -167,10 +177,22 @@ func analyze(dir string) error {
 	}
 	row.Time = row.Cumulative[len(row.Cumulative)-1]
 	var whole Step
-	if err := stepBytes(&whole, first, last, keys, row.Records, row.ReplicaBytes, row.Limit); err != nil {
+	if err := stepBytes(&whole, first, last, keys, row.Limit); err != nil {
 		return err
 	}
 	row.AtOnceMinimum = whole.MinimumBytes
+	if b, err := os.ReadFile(filepath.Join(dir, "mem-peak.txt")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			var k int
+			var v int64
+			if n, _ := fmt.Sscanf(l, "%d %d", &k, &v); n == 2 {
+				if row.MemPeak == nil {
+					row.MemPeak = map[int]int64{}
+				}
+				row.MemPeak[k] = v
+			}
+		}
+	}
 	if row.Load == "read" {
 		row.Reads, err = readStats(filepath.Join(dir, "reads", "result.json"))
 		if err != nil {
@@ -184,31 +206,11 @@ func analyze(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "row.json"), append(b, '\n'), 0o644)
 }
 
-// keyTokens returns the tokens of the keys `kura bench load -w read-only --records n`
-// wrote, sorted.
-func keyTokens(n int64) ([]ring.Token, error) {
-	w, err := bench.NamedWorkload("read-only")
-	if err != nil {
-		return nil, err
-	}
-	w.RecordCount = n
-	g, err := bench.NewGenerator(w, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ring.Token, n)
-	for i := range n {
-		out[i] = ring.TokenOf([]byte(g.KeyName(i)))
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// stepBytes fills the step's minimum and bound, in stream bytes: each key carries
-// replica/records bytes, a range of the target ring (which has every token of the
-// current one: only joins here) the bytes of its keys, and move.Plan runs as topo.Plan
-// runs it (strict: each copy from the replica it displaces).
-func stepBytes(st *Step, before, after *cluster, keys []ring.Token, records, replica, limit int64) error {
+// stepBytes fills the step's minimum and bound, in stream bytes: each range of the target
+// ring (which has every token of the current one: only joins here) weighs what its rows
+// take in stream pages, and move.Plan runs as topo.Plan runs it (strict: each copy from
+// the replica it displaces).
+func stepBytes(st *Step, before, after *cluster, keys []keySize, limit int64) error {
 	cur, err := buildRing(before)
 	if err != nil {
 		return err
@@ -221,14 +223,9 @@ func stepBytes(st *Step, before, after *cluster, keys []ring.Token, records, rep
 	if err != nil {
 		return err
 	}
-	perKey := float64(replica) / float64(records)
-	counts := make([]int64, target.RangeCount())
-	for _, t := range keys {
-		counts[target.RangeIndex(t)]++
-	}
-	sizes := make([]int64, len(counts))
-	for i, c := range counts {
-		sizes[i] = int64(math.Round(float64(c) * perKey))
+	sizes := make([]int64, target.RangeCount())
+	for _, k := range keys {
+		sizes[target.RangeIndex(k.token)] += k.bytes
 	}
 	pr, err := move.NewPerRange(target, sizes)
 	if err != nil {
@@ -249,17 +246,16 @@ func stepBytes(st *Step, before, after *cluster, keys []ring.Token, records, rep
 	for _, id := range st.Joiners {
 		st.PlanReceive = append(st.PlanReceive, mv.Receive[ring.NodeID(id)])
 	}
-	// The same minimum key by key: every key goes to each replica it gains.
-	var gained int64
-	for _, t := range keys {
-		old := strategy.Replicas(cur, t, rf)
-		for _, id := range strategy.Replicas(target, t, rf) {
+	// The same minimum row by row: every row goes to each replica it gains.
+	st.KeyMinimum = 0
+	for _, k := range keys {
+		old := strategy.Replicas(cur, k.token, rf)
+		for _, id := range strategy.Replicas(target, k.token, rf) {
 			if !slices.Contains(old, id) {
-				gained++
+				st.KeyMinimum += k.bytes
 			}
 		}
 	}
-	st.KeyMinimum = int64(math.Round(float64(gained) * perKey))
 	return nil
 }
 
@@ -370,9 +366,11 @@ func stepTimes(st *Step, logs []logLine, epoch uint64) error {
 					st.Registered[i] = sec(l.at)
 				}
 			}
-		case strings.HasPrefix(l.msg, "metadata: start change: join ") && st.Planned == 0 && len(st.Joiners) > 0 &&
-			strings.Contains(l.msg, st.Joiners[0]):
-			st.Planned = sec(l.at)
+		case strings.HasPrefix(l.msg, "metadata: start change: join ") && finished.IsZero() && names(l.msg, st.Joiners):
+			if st.Changes == 0 {
+				st.Planned = sec(l.at)
+			}
+			st.Changes++
 		case l.msg == "metadata: advance change" && l.epoch == epoch && finished.IsZero():
 			finished = l.at
 		}
@@ -394,6 +392,16 @@ func stepTimes(st *Step, logs []logLine, epoch uint64) error {
 		st.Registered = append(st.Registered, -1)
 	}
 	return nil
+}
+
+// names reports whether msg names any of ids.
+func names(msg string, ids []string) bool {
+	for _, id := range ids {
+		if id != "" && strings.Contains(msg, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // metrics are one scrape of every node: stream bytes sent, and received from all peers.

@@ -2,17 +2,21 @@
 // issue 32 point 7): it tells when a cluster has settled, turns one run's logs, metrics
 // and ring snapshots into its figures, and writes the tables and plots of all runs.
 //
-//	bench-join settled -admin ADDR -normal N   exit 0 once N members are normal and up and no change is in flight
-//	bench-join analyze RUN                       RUN/row.json from the files the script left in RUN
-//	bench-join report -out DIR RESULTS           DIR/tables.md and the plots, from RESULTS/*/row.json and RESULTS/cal-*/cal.json
+//	bench-join settled -admin ADDR -normal N     exit 0 once N members are normal and up and no change is in flight
+//	bench-join rowsizes -store DIR -out FILE     every row's token and stream bytes, from a stopped lsm store
+//	bench-join analyze RUN                         RUN/row.json from the files the script left in RUN
+//	bench-join report -out DIR RESULTS             DIR/tables.md and the plots, from RESULTS/runs/*/row.json
 //
-// The minimum a change must move is computed in the unit the streams count (encoded
-// page bytes), not the planner's (announced engine bytes spread uniformly): every key the
-// load wrote is placed on the ring before and after the change (the same murmur3 token
-// and placement strategy the nodes use), each range of the new ring gets its keys' share
-// of one replica's stream bytes (measured once per loaded data set by streaming a whole
-// replica, see the script), and the planner's own move.Plan is run on those sizes for the
-// minimum and for the bound (its max-flow, independent of the plan chosen).
+// The minimum a change must move is computed in the unit the streams count, the bytes of
+// encoded rows in stream pages (wire.AppendWriteRequest's encoding of each row, which a
+// page is made of), and not in the planner's (announced engine bytes spread uniformly over
+// the token space): every row of the loaded data is read from a copy of a replica
+// (rowsizes), placed on the ring before and after the change by its token and the
+// placement strategy the nodes use, and the planner's own move.Plan is run on the rows'
+// bytes per range for the minimum, Σ over ranges |new \ old| × bytes, and for the bound
+// (its max-flow over every choice of sources, independent of the plan chosen). A page's
+// framing (a version byte, the row count, the next key, a checksum: about 40 bytes a page
+// of 1 MiB) is not in the minimum: it counts in what is moved.
 package main
 
 import (
@@ -42,6 +46,8 @@ func main() {
 		err = analyze(os.Args[2])
 	case "report":
 		err = reportCmd(os.Args[2:])
+	case "rowsizes":
+		err = rowSizesCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -20,12 +19,9 @@ import (
 
 // calibration is what the script measured on a token setting's data before its runs.
 type calibration struct {
-	Tokens       int
-	ReplicaBytes int64
-	// Stream is the replacement's change, from the leader's start to its finish: a whole
-	// replica received by one node, from two, without a limit.
-	Stream float64
-	Reads  *ReadStats // 20 s of the read load with no change
+	Tokens      int
+	Unthrottled *Row       // one node added with no limit anywhere
+	Reads       *ReadStats // 20 s of the read load with no change
 }
 
 func reportCmd(args []string) error {
@@ -36,7 +32,7 @@ func reportCmd(args []string) error {
 		return fmt.Errorf("usage: bench-join report -out DIR RESULTS")
 	}
 	res := fs.Arg(0)
-	var rows, diag []Row
+	var rows, diag, unthrottled []Row
 	files, _ := filepath.Glob(filepath.Join(res, "runs", "*", "row.json"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -46,6 +42,10 @@ func reportCmd(args []string) error {
 		var r Row
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
+		}
+		if r.Variant == "unthrottled" {
+			unthrottled = append(unthrottled, r)
+			continue
 		}
 		if r.Variant != "" {
 			diag = append(diag, r)
@@ -57,13 +57,16 @@ func reportCmd(args []string) error {
 		return cmp.Or(cmp.Compare(a.Tokens, b.Tokens), cmp.Compare(a.Load, b.Load), cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Count, b.Count))
 	})
 	cals := map[int]*calibration{}
-	calDirs, _ := filepath.Glob(filepath.Join(res, "cal-t*"))
-	for _, d := range calDirs {
-		c, err := readCalibration(d)
-		if err != nil {
-			return err
+	for i := range unthrottled {
+		r := &unthrottled[i]
+		c := &calibration{Tokens: r.Tokens, Unthrottled: r}
+		reads := filepath.Join(res, fmt.Sprintf("cal-t%d", r.Tokens), "reads", "result.json")
+		if _, err := os.Stat(reads); err == nil {
+			if c.Reads, err = readStats(reads); err != nil {
+				return err
+			}
 		}
-		cals[c.Tokens] = c
+		cals[r.Tokens] = c
 	}
 	failed, _ := filepath.Glob(filepath.Join(res, "runs", "*", "failed"))
 	var b strings.Builder
@@ -73,44 +76,6 @@ func reportCmd(args []string) error {
 		return err
 	}
 	return writePlots(*out, rows)
-}
-
-func readCalibration(dir string) (*calibration, error) {
-	env, err := readEnv(filepath.Join(dir, "cal.env"))
-	if err != nil {
-		return nil, err
-	}
-	c := &calibration{}
-	c.Tokens, _ = strconv.Atoi(env["tokens"])
-	c.ReplicaBytes, _ = strconv.ParseInt(env["replica_bytes"], 10, 64)
-	after, err := readCluster(filepath.Join(dir, "cluster-after.json"))
-	if err != nil {
-		return nil, err
-	}
-	logs, _, err := readLogs(dir)
-	if err != nil {
-		return nil, err
-	}
-	var start, end float64
-	for _, l := range logs {
-		t := float64(l.at.UnixNano()) / 1e9
-		if strings.HasPrefix(l.msg, "metadata: start change: replace") && start == 0 {
-			start = t
-		}
-		if l.msg == "metadata: advance change" && l.epoch == after.Topology.Epoch && end == 0 {
-			end = t
-		}
-	}
-	if start > 0 && end > start {
-		c.Stream = end - start
-	}
-	if _, err := os.Stat(filepath.Join(dir, "reads", "result.json")); err == nil {
-		c.Reads, err = readStats(filepath.Join(dir, "reads", "result.json"))
-		if err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f", float64(b)/1e6) }
@@ -214,30 +179,28 @@ func single(rows []Row, tokens int, load string, maxCount int) (t, streaming, bo
 
 func writeTables(b *strings.Builder, rows []Row, cals map[int]*calibration, failed []string) {
 	tokens, loads, maxCount := settings(rows)
-	fmt.Fprintf(b, "### Calibration: one replica in stream bytes\n\n")
-	fmt.Fprintf(b, "| tokens per node | one replica (stream bytes) | bytes per record | replacement streamed it in | = one node receiving unthrottled | reads at ONE with no change: p50 / p99 / max ms |\n|--:|--:|--:|--:|--:|--|\n")
+	fmt.Fprintf(b, "### Calibration: one replica in stream bytes, and one node added with no limit\n\n")
+	fmt.Fprintf(b, "| tokens per node | rows | one replica (stream bytes of its rows) | bytes per row | unthrottled join: received | streaming | = MB/s received | moved / minimum | reads at ONE with no change: p50 / p99 / max ms |\n|--:|--:|--:|--:|--:|--:|--:|--:|--|\n")
 	for _, t := range tokens {
 		c := cals[t]
 		if c == nil {
 			continue
 		}
-		var rec int64 = 1
-		for _, r := range rows {
-			if r.Tokens == t {
-				rec = r.Records
-			}
-		}
+		u := c.Unthrottled
 		reads := "-"
 		if c.Reads != nil {
 			reads = fmt.Sprintf("%.2f / %.1f / %.1f", c.Reads.P50, c.Reads.P99, c.Reads.Max)
 		}
-		rate := "-"
-		if c.Stream > 0 {
-			rate = fmt.Sprintf("%.1f MB/s", float64(c.ReplicaBytes)/1e6/c.Stream)
+		var recv int64
+		for _, st := range u.Steps {
+			for _, x := range st.ReceivedBytes {
+				recv += x
+			}
 		}
-		fmt.Fprintf(b, "| %d | %s MB | %.1f | %.1f s | %s | %s |\n", t, mb(c.ReplicaBytes), float64(c.ReplicaBytes)/float64(rec), c.Stream, rate, reads)
+		fmt.Fprintf(b, "| %d | %d | %s MB | %.1f | %s MB | %.1f s | %.1f | %.4f | %s |\n", t, u.Rows, mb(u.ReplicaBytes),
+			float64(u.ReplicaBytes)/float64(max(u.Rows, 1)), mb(recv), u.streaming(), float64(recv)/1e6/u.streaming(),
+			float64(u.SentBytes)/float64(u.Minimum), reads)
 	}
-
 	fmt.Fprintf(b, "\n### Time to add k nodes (figures 1 and 2), seconds; the bound in brackets\n\n")
 	fmt.Fprintf(b, "| tokens | read load | how |")
 	for k := 1; k <= maxCount; k++ {
@@ -261,9 +224,9 @@ func writeTables(b *strings.Builder, rows []Row, cals map[int]*calibration, fail
 	}
 
 	fmt.Fprintf(b, "\n### Every run\n\n")
-	fmt.Fprintf(b, "Times in seconds from the first joiner's start: registered (last joiner's Register committed), before streaming (the changes' starts: registration and the batching window), streaming (change start to finish), total; the bound at the stream limit; bytes in MB (10^6) of encoded stream pages.\n\n")
-	fmt.Fprintf(b, "| tokens | load | how | k | registered | before streaming | streaming | total | bound | total / bound | streaming / bound | moved (sent) | minimum | moved / minimum | at-once minimum | received per new node | load average (1, 5, 15 min) |\n")
-	fmt.Fprintf(b, "|--:|--|--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|--|\n")
+	fmt.Fprintf(b, "Changes: how many changes the leader started (one per step when the batching window took every joiner of the step). Times in seconds from the first joiner's start: registered (last joiner's Register committed), before streaming (the changes' starts: registration and the batching window), streaming (change start to finish), total; the bound at the stream limit; bytes in MB (10^6) of encoded stream pages.\n\n")
+	fmt.Fprintf(b, "| tokens | load | how | k | changes | registered | before streaming | streaming | total | bound | total / bound | streaming / bound | moved (sent) | minimum | moved / minimum | at-once minimum | received per new node | largest node memory peak | load average (1, 5, 15 min) |\n")
+	fmt.Fprintf(b, "|--:|--|--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|--:|--|\n")
 	for _, r := range rows {
 		var recv []string
 		for _, st := range r.Steps {
@@ -271,10 +234,22 @@ func writeTables(b *strings.Builder, rows []Row, cals map[int]*calibration, fail
 				recv = append(recv, mb(x))
 			}
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %s | %.4f | %s | %s | %s |\n",
-			r.Tokens, r.Load, modeName(r.Mode), r.Count, r.registered(), r.overhead(), r.streaming(), r.Time, r.bound(),
+		peak := "-"
+		if len(r.MemPeak) > 0 {
+			var m int64
+			for _, v := range r.MemPeak {
+				m = max(m, v)
+			}
+			peak = fmt.Sprintf("%d MiB", m>>20)
+		}
+		changes := 0
+		for _, st := range r.Steps {
+			changes += st.Changes
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %s | %.4f | %s | %s | %s | %s |\n",
+			r.Tokens, r.Load, modeName(r.Mode), r.Count, changes, r.registered(), r.overhead(), r.streaming(), r.Time, r.bound(),
 			r.Time/r.bound(), r.streaming()/r.bound(), mb(r.SentBytes), mb(r.Minimum), float64(r.SentBytes)/float64(r.Minimum),
-			mb(r.AtOnceMinimum), strings.Join(recv, ", "), loadavg(r.Uptime))
+			mb(r.AtOnceMinimum), strings.Join(recv, ", "), peak, loadavg(r.Uptime))
 	}
 
 	fmt.Fprintf(b, "\n### Must show\n\n")
@@ -404,6 +379,7 @@ func writePlots(out string, rows []Row) error {
 		p.X.Label.Text = "nodes added"
 		p.Y.Label.Text = "seconds"
 		p.Add(plotter.NewGrid())
+		var split plotter.XYs // at-once runs whose joiners the leader planned as more than one change
 		p.Legend.Top, p.Legend.Left = false, false
 		p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(6)
 		i := 0
@@ -416,6 +392,9 @@ func writePlots(out string, rows []Row) error {
 					if x, bd, ok := timeAt(rows, t, mode, l, k, maxCount); ok {
 						xys = append(xys, plotter.XY{X: float64(k), Y: x})
 						bounds = append(bounds, plotter.XY{X: float64(k), Y: bd})
+						if r := find(rows, t, "at-once", l, k); mode == "at-once" && r != nil && r.Steps[0].Changes > 1 {
+							split = append(split, plotter.XY{X: float64(k), Y: x})
+						}
 					}
 				}
 				if len(xys) == 0 {
@@ -431,6 +410,16 @@ func writePlots(out string, rows []Row) error {
 					return err
 				}
 			}
+		}
+		if len(split) > 0 {
+			sc, err := plotter.NewScatter(split)
+			if err != nil {
+				return err
+			}
+			sc.Shape = draw.RingGlyph{}
+			sc.Radius = vg.Points(7)
+			p.Add(sc)
+			p.Legend.Add("planned as 2 changes", sc)
 		}
 		p.Y.Min = 0
 		if err := save(p, filepath.Join(out, "join-time-"+mode)); err != nil {
@@ -530,6 +519,9 @@ func writeDiagnosis(b *strings.Builder, diag []Row) {
 	}
 	fmt.Fprintf(b, "\n### Diagnosis: the limit on one side only\n\n")
 	fmt.Fprintf(b, "| tokens | k | limited | streaming | that side's bound | streaming / bound | total | moved / minimum |\n|--:|--:|--|--:|--:|--:|--:|--:|\n")
+	slices.SortFunc(diag, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.Tokens, b.Tokens), cmp.Compare(a.Count, b.Count), cmp.Compare(a.Variant, b.Variant))
+	})
 	for _, r := range diag {
 		st := r.Steps[0]
 		side, bytes := "old nodes (send)", st.BoundSend

@@ -1,0 +1,93 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// A freed slot goes to the waiting transfer whose source has the fewest transfers
+// running, then the most bytes waiting, then the first to ask; a transfer whose context
+// ends while it waits leaves the queue, and its slot count is untouched.
+func TestSlotsSpreadOverSourcesAndLargestRemainderFirst(t *testing.T) {
+	s := newSlots(2)
+	ctx := context.Background()
+	a1, err := s.acquire(ctx, "a", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := s.acquire(ctx, "a", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan string, 8)
+	releases := map[string]func(){}
+	wait := func(name string, src ring.NodeID, bytes int64, ctx context.Context) chan error {
+		errc := make(chan error, 1)
+		n := len(s.waiting)
+		go func() {
+			rel, err := s.acquire(ctx, src, bytes)
+			if err == nil {
+				s.mu.Lock()
+				releases[name] = rel
+				s.mu.Unlock()
+				granted <- name
+			}
+			errc <- err
+		}()
+		for { // queue them in a known order
+			s.mu.Lock()
+			queued := len(s.waiting) > n
+			s.mu.Unlock()
+			if queued {
+				return errc
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	wait("a3", "a", 100, ctx)
+	wait("b1", "b", 100, ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	gone := wait("d1", "d", 1000, cctx)
+	wait("c1", "c", 100, ctx)
+	wait("c2", "c", 100, ctx)
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled wait returned %v", err)
+	}
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-granted:
+			if got != want {
+				t.Fatalf("slot went to %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no slot granted, want %s", want)
+		}
+	}
+	// a runs 1; b, c run none: c has more waiting (200 against 100).
+	a1()
+	next("c1")
+	// a runs none, b none, c 1: a3 and b1 tie on 100 B waiting; a3 asked first.
+	a2()
+	next("a3")
+	s.mu.Lock()
+	rel := releases["c1"]
+	s.mu.Unlock()
+	rel() // a 1, c 0, b 0: b1 (100) and c2 (100) tie; b1 asked first
+	next("b1")
+	s.mu.Lock()
+	rel = releases["a3"]
+	s.mu.Unlock()
+	rel()
+	next("c2")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.waiting) != 0 || s.free != 0 || s.running["b"] != 1 || s.running["c"] != 1 || s.running["d"] != 0 {
+		t.Fatalf("waiting %d, free %d, running %v", len(s.waiting), s.free, s.running)
+	}
+}
