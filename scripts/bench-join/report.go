@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -71,6 +72,9 @@ func reportCmd(args []string) error {
 	failed, _ := filepath.Glob(filepath.Join(res, "runs", "*", "failed"))
 	var b strings.Builder
 	writeTables(&b, rows, cals, failed)
+	if err := writeResumes(&b, res); err != nil {
+		return err
+	}
 	writeDiagnosis(&b, diag)
 	if err := os.WriteFile(filepath.Join(*out, "tables.md"), []byte(b.String()), 0o644); err != nil {
 		return err
@@ -311,6 +315,28 @@ func writeTables(b *strings.Builder, rows []Row, cals map[int]*calibration, fail
 	if len(failed) > 0 {
 		fmt.Fprintf(b, "\nRuns that failed twice (left out): %s\n", strings.Join(failed, ", "))
 	}
+}
+
+// writeResumes adds the resumed joins (the script's resume-tT.env files), if any.
+func writeResumes(b *strings.Builder, res string) error {
+	files, _ := filepath.Glob(filepath.Join(res, "resume-t*.env"))
+	if len(files) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\n### A resumed join: the joiner SIGKILLed half-way and started again\n\n")
+	fmt.Fprintf(b, "One node joins under the stream limit; once its progress files record half of what it will receive it is SIGKILLed, and started again on the same directory. Sent again: what the sources had sent before the kill less what the joiner had recorded as applied (the pages in flight, at most one per running transfer).\n\n")
+	fmt.Fprintf(b, "| tokens | killed after | transfers done at the kill | sent before the kill | recorded | sent again | sent again / sent before | sent after the restart | load average |\n|--:|--:|--:|--:|--:|--:|--:|--:|--|\n")
+	for _, f := range files {
+		env, err := readEnv(f)
+		if err != nil {
+			return err
+		}
+		n := func(k string) int64 { v, _ := strconv.ParseInt(env[k], 10, 64); return v }
+		fmt.Fprintf(b, "| %s | %s s | %s | %s MB | %s MB | %s MB | %s%% | %s MB | %s |\n", env["tokens"], env["killed_after_s"],
+			env["transfers_done_at_kill"], mb(n("sent_before_kill")), mb(n("recorded_at_kill")), mb(n("resent")),
+			env["resent_percent"], mb(n("sent_after_restart")), loadavg(env["uptime"]))
+	}
+	return nil
 }
 
 func loadavg(uptime string) string {
