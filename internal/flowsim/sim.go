@@ -153,18 +153,22 @@ func (s *Sim) Start(f Flow) (FlowID, error) {
 const completionTolerance = 1e-9
 
 // Step advances the clock to the next instant at which flows complete, if that is no later
-// than untilSeconds, and returns the flows that completed then (in id order); otherwise it
-// advances the clock to untilSeconds (never backwards) and returns none. Every call that
-// returns flows completes at least one, so a driver loop always makes progress.
+// than untilSeconds (within completionTolerance), and returns the flows that completed then
+// (in id order); otherwise it advances the clock to untilSeconds (never backwards) and
+// returns none. Every call that returns flows completes at least one, so a driver loop
+// always makes progress.
 func (s *Sim) Step(untilSeconds float64) (nowSeconds float64, done []FlowID) {
 	s.solve()
-	if s.finishes.len() == 0 || s.finishes.min().key > untilSeconds {
+	if s.finishes.len() == 0 || s.finishes.min().key > untilSeconds+completionTolerance*untilSeconds {
 		if untilSeconds > s.now && !math.IsInf(untilSeconds, 1) {
 			s.now = untilSeconds
 		}
 		return s.now, nil
 	}
-	t := max(s.finishes.min().key, s.now)
+	// A completion within the tolerance after untilSeconds happens at untilSeconds, so that
+	// the rounding of its predicted time does not decide on which side of a driver's deadline
+	// it falls.
+	t := min(max(s.finishes.min().key, s.now), max(untilSeconds, s.now))
 	limit := t + completionTolerance*t
 	for s.finishes.len() > 0 && s.finishes.min().key <= limit {
 		done = append(done, FlowID(s.finishes.pop().id))
