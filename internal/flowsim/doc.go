@@ -47,15 +47,16 @@
 //     penalty is the default 1 and the cap is not applied. A range copy lasts seconds to
 //     minutes while data-centre latencies are under a millisecond, so flowsim ignores latency:
 //     no start delay, no penalty, no cap.
-//   - SimGrid's per-flow bound at the route's smallest bandwidth (times the bandwidth
-//     factor): with a factor of 1 it can never bind under max-min sharing, which never gives a
-//     flow more than its slowest link.
+//   - SimGrid's per-flow bound at the route's smallest bandwidth (comm_action_set_bounds):
+//     it can never bind under max-min sharing, which never gives a flow more than its
+//     slowest link.
 //   - Cross-traffic (on by default in 3.32): each flow also loads its reverse route with 5%
 //     of its rate, for the acknowledgements. flowsim models one direction.
 //   - FATPIPE, WIFI and NONLINEAR links, and links whose bandwidth changes over time.
-//   - SimGrid's tolerances: it compares remaining capacity with a relative 1e-5
-//     (maxmin/precision) and times with 1e-9 s (surf/precision); flowsim's are in solve.go
-//     and sim.go.
+//   - SimGrid's tolerances: in 3.32 it compares remaining capacity with a relative 1e-5
+//     (maxmin/precision) and times with an absolute 1e-9 s (surf/precision); flowsim's are
+//     relative and tighter (tightTolerance, rateTolerance, completionTolerance). On the
+//     cross-check's cases the two agree to about 1e-16.
 //
 // # Speed
 //
