@@ -50,6 +50,7 @@ var purePackages = []string{
 	"internal/scan",
 	"internal/meta",
 	"internal/topo",
+	"internal/flowsim",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it
