@@ -213,16 +213,6 @@ stop_reads() {
 load_base() {
   local dir=$WORK/base-$T LIMIT=$STREAM_LIMIT
   mkdir -p "$dir"
-  if [ "$T" = 1 ]; then
-    # A new cluster's first node with one token panics in ring.BalancedJoinTokens (its
-    # refinement takes the only token of the only node out: "no nodes with tokens"). Its
-    # one token may go anywhere, so it bootstraps with random allocation, stops, and runs
-    # from then on as every other node (the joiners' tokens are chosen by the leader, node
-    # 1, with its own allocation: balanced).
-    start_node 1 "$dir" "$dir/n1-bootstrap.log" 0 --token-allocation random
-    wait_ready 1 "$dir/n1-bootstrap.log"
-    stop_nodes
-  fi
   start_node 1 "$dir" "$dir/n1.log" 0
   wait_ready 1 "$dir/n1.log"
   start_node 2 "$dir" "$dir/n2.log" 0

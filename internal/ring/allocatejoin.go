@@ -73,6 +73,9 @@ func refine(nodes []Node, first int, strategy Strategy, rf int) {
 		improved := false
 		for self := first; self < len(nodes); self++ {
 			for i := range nodes[self].Tokens {
+				if tokenCount(nodes) == 1 {
+					return // the only token of a new cluster: no ring is left without it
+				}
 				old := nodes[self].Tokens
 				rest := slices.Delete(slices.Clone(old), i, i+1)
 				nodes[self].Tokens = rest
@@ -89,6 +92,14 @@ func refine(nodes []Node, first int, strategy Strategy, rf int) {
 			return
 		}
 	}
+}
+
+func tokenCount(nodes []Node) int {
+	n := 0
+	for _, nd := range nodes {
+		n += len(nd.Tokens)
+	}
+	return n
 }
 
 // Refinement's effort: two passes over 48 candidates (16 ranges) each cost a little more

@@ -85,6 +85,29 @@ func TestBalancedJoinTokensStartACluster(t *testing.T) {
 	}
 }
 
+// A new cluster whose first node has one token: refinement must not take the only token
+// of the only node out (it built an empty ring and panicked, so `kura server
+// --num-tokens 1` could not start a cluster). With two joiners of one token each, the
+// second takes the point opposite the first.
+func TestBalancedJoinTokensStartAClusterOfOneToken(t *testing.T) {
+	rng := testRNG(t)
+	got := BalancedJoinTokens(nil, []Node{{ID: "a", Host: "ha"}}, 1, Simple{}, 3, rng)
+	if len(got) != 1 || len(got[0]) != 1 {
+		t.Fatalf("one joiner of one token from nothing got %v", got)
+	}
+	got = BalancedJoinTokens(nil, []Node{{ID: "a", Host: "ha"}, {ID: "b", Host: "hb"}}, 1, Simple{}, 1, rng)
+	if len(got) != 2 || len(got[0]) != 1 || len(got[1]) != 1 {
+		t.Fatalf("two joiners of one token from nothing got %v", got)
+	}
+	r, err := New([]Node{{ID: "a", Host: "ha", Tokens: got[0]}, {ID: "b", Host: "hb", Tokens: got[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hi, lo := maxMin(ReplicatedOwnership(r, Simple{}, 1)); hi/lo > balancedBound {
+		t.Errorf("2 nodes x 1 token from nothing: max/min ownership %.3f exceeds %.2f", hi/lo, balancedBound)
+	}
+}
+
 func BenchmarkBalancedJoinTokens(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 0))
 	for _, n := range []int{3, 30} {
