@@ -1,0 +1,57 @@
+package ring
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchNodes lays out n nodes as the simulator's large cluster does: one node per host,
+// hosts dealt round-robin over racks, engine roles in turn (only EngineDiverse reads them).
+func benchNodes(from, n, racks int) []Node {
+	out := make([]Node, n)
+	for k := range out {
+		i := from + k
+		out[k] = Node{ID: NodeID(fmt.Sprintf("n%04d", i)), Host: fmt.Sprintf("h%04d", i),
+			Rack: fmt.Sprintf("r%02d", i%racks), Role: allRoles[i%len(allRoles)]}
+	}
+	return out
+}
+
+// randomRing gives benchNodes' nodes numTokens random tokens each: a ring of the right size
+// in no time, for measuring one placement into it.
+func randomRing(n, numTokens, racks int, rng *rand.Rand) *Ring {
+	nodes := benchNodes(0, n, racks)
+	taken := map[Token]bool{}
+	for i := range nodes {
+		nodes[i].Tokens = RandomTokens(rng, numTokens, taken)
+		for _, tk := range nodes[i].Tokens {
+			taken[tk] = true
+		}
+	}
+	r, err := New(nodes)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+var benchStrategies = []Strategy{Simple{}, HostAware{}, RackAware{}, EngineDiverse{}}
+
+// BenchmarkBalancedTokensOneToken places one token of a node joining an n-node ring of 256
+// random tokens a node over 25 racks, RF 3: the unit of work of building a ring node by node
+// (a node of 256 tokens is 256 such placements into a ring growing by one vnode each).
+func BenchmarkBalancedTokensOneToken(b *testing.B) {
+	for _, n := range []int{25, 50, 100, 200} {
+		r := randomRing(n, 256, 25, rand.New(rand.NewPCG(1, 0)))
+		joiner := benchNodes(n, 1, 25)[0]
+		for _, s := range benchStrategies {
+			b.Run(fmt.Sprintf("nodes=%d/tokens=256/placement=%s", n, s.Name()), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(2, 0))
+				for b.Loop() {
+					BalancedTokens(r, joiner, 1, s, 3, rng)
+				}
+			})
+		}
+	}
+}
