@@ -119,18 +119,14 @@ func setKey(xs []int) string {
 // flowNet is the max-flow network of MinMaxLoad: vertex 0 the source, then one vertex per
 // group of demands, then one per node, then the sink.
 type flowNet struct {
+	*flowGraph
 	groups, nodes int
-	head          []int // first edge of each vertex, -1 for none
-	next, to      []int
-	capacity      []int64 // of each edge; edge e^1 is its reverse
-	flow          []int64
 	nodeEdge      []int // each node's edge to the sink
-	level, iter   []int
 }
 
 func newFlowNet(groupBytes []int64, groupSources [][]int, nodes int) *flowNet {
 	g := len(groupBytes)
-	f := &flowNet{groups: g, nodes: nodes, head: slices.Repeat([]int{-1}, g+nodes+2), nodeEdge: make([]int, nodes)}
+	f := &flowNet{flowGraph: newFlowGraph(g + nodes + 2), groups: g, nodes: nodes, nodeEdge: make([]int, nodes)}
 	var all int64
 	for _, b := range groupBytes {
 		all += b
@@ -142,34 +138,19 @@ func newFlowNet(groupBytes []int64, groupSources [][]int, nodes int) *flowNet {
 		}
 	}
 	for n := range nodes {
-		f.nodeEdge[n] = len(f.to)
-		f.edge(1+g+n, f.sink(), 0)
+		f.nodeEdge[n] = f.edge(1+g+n, f.sink(), 0)
 	}
 	return f
 }
 
 func (f *flowNet) sink() int { return f.groups + f.nodes + 1 }
 
-// edge adds an edge of capacity c and its reverse (the next index, so e^1 finds it).
-func (f *flowNet) edge(from, to int, c int64) {
-	f.half(from, to, c)
-	f.half(to, from, 0)
-}
-
-func (f *flowNet) half(from, to int, c int64) {
-	f.next = append(f.next, f.head[from])
-	f.head[from] = len(f.to)
-	f.to = append(f.to, to)
-	f.capacity = append(f.capacity, c)
-	f.flow = append(f.flow, 0)
-}
-
 // least returns the least T in [lo, hi] at which every node n, with capacity T-fixed(n),
 // can carry all of total (hi must be feasible).
 func (f *flowNet) least(lo, hi int64, fixed func(n int) int64, total int64) int64 {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		if f.maxFlow(mid, fixed) == total {
+		if f.maxFlowAt(mid, fixed) == total {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -178,62 +159,10 @@ func (f *flowNet) least(lo, hi int64, fixed func(n int) int64, total int64) int6
 	return lo
 }
 
-// maxFlow returns the max flow with node capacities t-fixed(n), by Dinic's algorithm.
-func (f *flowNet) maxFlow(t int64, fixed func(n int) int64) int64 {
-	clear(f.flow)
+// maxFlowAt returns the max flow with node capacities t-fixed(n).
+func (f *flowNet) maxFlowAt(t int64, fixed func(n int) int64) int64 {
 	for n, e := range f.nodeEdge {
 		f.capacity[e] = max(0, t-fixed(n))
 	}
-	var total int64
-	for f.levels() {
-		f.iter = slices.Clone(f.head)
-		for {
-			pushed := f.push(0, 1<<62)
-			if pushed == 0 {
-				break
-			}
-			total += pushed
-		}
-	}
-	return total
-}
-
-// levels computes BFS levels from the source over edges with residual capacity and
-// reports whether the sink is reachable.
-func (f *flowNet) levels() bool {
-	f.level = slices.Repeat([]int{-1}, len(f.head))
-	f.level[0] = 0
-	queue := []int{0}
-	for len(queue) > 0 {
-		v := queue[0]
-		queue = queue[1:]
-		for e := f.head[v]; e >= 0; e = f.next[e] {
-			if w := f.to[e]; f.level[w] < 0 && f.capacity[e] > f.flow[e] {
-				f.level[w] = f.level[v] + 1
-				queue = append(queue, w)
-			}
-		}
-	}
-	return f.level[f.sink()] >= 0
-}
-
-// push sends up to limit along level-increasing paths from v to the sink (a blocking
-// flow's depth-first step) and returns how much it sent.
-func (f *flowNet) push(v int, limit int64) int64 {
-	if v == f.sink() {
-		return limit
-	}
-	for ; f.iter[v] >= 0; f.iter[v] = f.next[f.iter[v]] {
-		e := f.iter[v]
-		w := f.to[e]
-		if f.level[w] != f.level[v]+1 || f.capacity[e] <= f.flow[e] {
-			continue
-		}
-		if d := f.push(w, min(limit, f.capacity[e]-f.flow[e])); d > 0 {
-			f.flow[e] += d
-			f.flow[e^1] -= d
-			return d
-		}
-	}
-	return 0
+	return f.maxFlow(0, f.sink())
 }
