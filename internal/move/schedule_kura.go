@@ -17,7 +17,9 @@ import (
 //     and destination after which the busiest of the resources it crosses is least busy:
 //     the longest-processing-time rule over unrelated resources;
 //  2. moves copies off the busiest resource while some move lowers it without making
-//     another as busy, until the busiest cannot be relieved by moving one copy;
+//     another as busy: one copy, or a chain of up to 4 (a copy to another source, one of
+//     whose copies moves on); steps 1 and 2 run again with the copies that have the
+//     fewest choices first, and the better result is kept;
 //  3. orders the copies so that the resource with the most work left always starts next
 //     (the copy whose busiest resource has the most seconds still unordered goes first),
 //     so the critical node starts at once and no node's work is left for the end;
@@ -45,15 +47,29 @@ func (k Kura) Schedule(r *Recovery) (*Schedule, error) {
 		}
 		return cmp.Compare(len(r.sources[a])*len(r.candidates[a]), len(r.sources[b])*len(r.candidates[b]))
 	})
-	p, err := assignInOrder(r, order)
-	if err != nil {
-		// Free space is tight: place the copies with the fewest destinations first.
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(r.candidates[a]), len(r.candidates[b])) })
-		if p, err = assignInOrder(r, order); err != nil {
-			return nil, err
+	// A second order places the copies with the fewest choices first; the better of the
+	// two, each improved, is kept (either can miss what the other finds, and when free
+	// space is tight the second may place copies the first cannot).
+	second := slices.Clone(order)
+	slices.SortStableFunc(second, func(a, b int) int {
+		return cmp.Compare(len(r.sources[a])*len(r.candidates[a]), len(r.sources[b])*len(r.candidates[b]))
+	})
+	var p *kuraBalancer
+	var err error
+	for _, o := range [][]int{order, second} {
+		q, e := assignInOrder(r, o)
+		if e != nil {
+			err = e
+			continue
+		}
+		q.improve()
+		if p == nil || q.peak() < p.peak() {
+			p = q
 		}
 	}
-	p.improve()
+	if p == nil {
+		return nil, err
+	}
 	s := &Schedule{Scheduler: k.Name()}
 	for _, i := range p.startOrder() {
 		s.Order = append(s.Order, Assignment{Copy: i, Source: r.Fabric.Nodes[p.src[i]].ID, Destination: r.Fabric.Nodes[p.dst[i]].ID})
@@ -240,6 +256,8 @@ func (p *kuraBalancer) improve() {
 		}
 	}
 }
+
+func (p *kuraBalancer) peak() float64 { return slices.Max(p.busy) }
 
 // chainDepth is the most moves in one chain of improve.
 const chainDepth = 4
