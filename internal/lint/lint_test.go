@@ -51,6 +51,7 @@ var purePackages = []string{
 	"internal/meta",
 	"internal/topo",
 	"internal/flowsim",
+	"internal/movesim",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it

@@ -1,0 +1,5 @@
+//go:build !race
+
+package movesim
+
+const raceEnabled = false
