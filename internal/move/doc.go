@@ -31,11 +31,23 @@
 // the per-node rate bounds the movement's duration from below.
 //
 // The new replica sets of ranges that a departing node held come from the target ring's
-// placement (RingSuccessors); the Rehome interface is the seam where the re-replication
-// scheduler will choose them instead.
+// placement (RingSuccessors), or from a Rehome: a re-replication Schedule's (below).
 //
 // JoinTokens chooses several joiners' tokens together (ring.BalancedJoinTokens), Tokens
 // one joiner's.
+//
+// # Re-replication
+//
+// After a node is lost, every range it held needs a new replica. RecoveryFromChange (or
+// NewRecovery, for a problem that does not come from a ring) states the problem: the copies
+// to make, each with its live sources and the destinations the placement rules and free
+// space allow, on a Fabric of disks, NICs and rack uplinks. BoundRecovery computes how fast
+// any schedule could possibly restore the replicas (the fluid relaxation, by max-flow and
+// bisection on time), apart from any schedule. A Scheduler assigns every copy a source and
+// a destination and says in what order and how many at once they run: Kura, kura's, which
+// balances the seconds every disk, NIC and rack link is busy; HDFSDefault and RingScheme,
+// seed 002's baselines. A Schedule's Rehome hands its destinations to Plan; internal/movesim
+// runs a schedule in a flow model. docs/design/rereplication.md explains the choices.
 //
 // # Refills
 //

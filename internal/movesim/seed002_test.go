@@ -111,14 +111,14 @@ func schedulers(seed uint64) []move.Scheduler {
 func TestSeed002(t *testing.T) {
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "platform\tblocks\tbound s\texact\tkura\thdfs\tring\tring-priority\t\n")
+	fmt.Fprintf(w, "platform\tblocks\tbound s\tbound MB/s\texact\tkura\thdfs\tring\tring-priority\t\n")
 	for _, c := range seed002Configs(testing.Short() || raceEnabled) {
 		r := c.recovery(t, rand.New(rand.NewPCG(2, uint64(c.racks*100+c.perRack))))
 		b, err := move.BoundRecovery(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.1f\t%v\t", c, len(r.Copies), b.Seconds, b.Exact)
+		fmt.Fprintf(w, "%s\t%d\t%.1f\t%.0f\t%v\t", c, len(r.Copies), b.Seconds, float64(r.CopyBytes())/b.Seconds/1e6, b.Exact)
 		for _, s := range schedulers(1) {
 			sch, err := s.Schedule(r)
 			if err != nil {
