@@ -169,84 +169,109 @@ func (e timedEdge) label(r *Recovery, t float64) string {
 // its source's rack and the downlink of its destination's (exact for copies that cannot
 // stay in a rack, which are the only ones given with racks).
 func (r *Recovery) boundNet(copies []int, racks bool) *boundNet {
-	n := &boundNet{g: newFlowGraph(2), copyEdge: map[int]int{}, source: 0, snk: 1}
-	g := n.g
-	up, down := map[int]int{}, map[int]int{}
-	sendV, recvV := map[int]int{}, map[int]int{}
-	sendVertex := func(s int) int {
-		if v, ok := sendV[s]; ok {
-			return v
-		}
-		from := n.source
-		if rk := r.rack[s]; racks && r.upBps[rk] > 0 {
-			v, ok := up[rk]
-			if !ok {
-				v = g.vertex()
-				up[rk] = v
-				n.timed = append(n.timed, timedEdge{edge: g.edge(n.source, v, 0), bps: r.upBps[rk], fixed: unlimited, kind: upEdge, at: rk})
-			}
-			from = v
-		}
-		v := g.vertex()
-		sendV[s] = v
-		n.timed = append(n.timed, timedEdge{edge: g.edge(from, v, 0), bps: r.sendBps[s], fixed: unlimited, kind: sendEdge, at: s})
-		return v
-	}
-	recvVertex := func(d int) int {
-		if v, ok := recvV[d]; ok {
-			return v
-		}
-		to := n.snk
-		if rk := r.rack[d]; racks && r.downBps[rk] > 0 {
-			v, ok := down[rk]
-			if !ok {
-				v = g.vertex()
-				down[rk] = v
-				n.timed = append(n.timed, timedEdge{edge: g.edge(v, n.snk, 0), bps: r.downBps[rk], fixed: unlimited, kind: downEdge, at: rk})
-			}
-			to = v
-		}
-		v := g.vertex()
-		recvV[d] = v
-		n.timed = append(n.timed, timedEdge{edge: g.edge(v, to, 0), bps: r.recvBps[d], fixed: r.Fabric.Nodes[d].FreeBytes, kind: receiveEdge, at: d})
-		return v
-	}
-	hubs := map[string]int{}
-	byRack := make([][]int32, len(r.racks))
+	b := &netBuilder{r: r, n: &boundNet{g: newFlowGraph(2), copyEdge: map[int]int{}, source: 0, snk: 1}, racks: racks,
+		up: map[int]int{}, down: map[int]int{}, send: map[int]int{}, recv: map[int]int{}, hubs: map[string]int{},
+		byRack: make([][]int32, len(r.racks))}
 	for _, i := range copies {
-		in, out := g.vertex(), g.vertex()
-		n.copyEdge[g.edge(in, out, r.Copies[i].Bytes)] = i
-		n.total += r.Copies[i].Bytes
-		for _, s := range r.sources[i] {
-			g.edge(sendVertex(s), in, unlimited)
-		}
-		for k := range byRack {
-			byRack[k] = byRack[k][:0]
-		}
-		for _, d := range r.candidates[i] {
-			byRack[r.rack[d]] = append(byRack[r.rack[d]], d)
-		}
-		for _, share := range byRack {
-			if len(share) == 1 {
-				g.edge(out, recvVertex(int(share[0])), unlimited)
-				continue
-			}
-			if len(share) == 0 {
-				continue
-			}
-			key := hubKey(share)
-			h, ok := hubs[key]
-			if !ok {
-				h = g.vertex()
-				hubs[key] = h
-				for _, d := range share {
-					g.edge(h, recvVertex(int(d)), unlimited)
-				}
-			}
-			g.edge(out, h, unlimited)
+		b.addCopy(i)
+	}
+	return b.n
+}
+
+// netBuilder adds vertices to a boundNet as copies need them.
+type netBuilder struct {
+	r                    *Recovery
+	n                    *boundNet
+	racks                bool
+	up, down, send, recv map[int]int // rack or node to its vertex
+	hubs                 map[string]int
+	byRack               [][]int32 // scratch: a copy's candidates by rack
+}
+
+// addCopy adds copy i: its bytes on an edge of their own, from its sources' send vertices,
+// to a hub (or a lone node) for each rack it has candidates on.
+func (b *netBuilder) addCopy(i int) {
+	g := b.n.g
+	in, out := g.vertex(), g.vertex()
+	b.n.copyEdge[g.edge(in, out, b.r.Copies[i].Bytes)] = i
+	b.n.total += b.r.Copies[i].Bytes
+	for _, s := range b.r.sources[i] {
+		g.edge(b.sendVertex(s), in, unlimited)
+	}
+	for k := range b.byRack {
+		b.byRack[k] = b.byRack[k][:0]
+	}
+	for _, d := range b.r.candidates[i] {
+		b.byRack[b.r.rack[d]] = append(b.byRack[b.r.rack[d]], d)
+	}
+	for _, share := range b.byRack {
+		switch len(share) {
+		case 0:
+		case 1:
+			g.edge(out, b.recvVertex(int(share[0])), unlimited)
+		default:
+			g.edge(out, b.hub(share), unlimited)
 		}
 	}
-	return n
+}
+
+// hub returns the vertex that leads to every node of share, shared by all the copies whose
+// candidates on a rack are exactly share.
+func (b *netBuilder) hub(share []int32) int {
+	key := hubKey(share)
+	if h, ok := b.hubs[key]; ok {
+		return h
+	}
+	h := b.n.g.vertex()
+	b.hubs[key] = h
+	for _, d := range share {
+		b.n.g.edge(h, b.recvVertex(int(d)), unlimited)
+	}
+	return h
+}
+
+// sendVertex returns node s's send vertex, fed through its rack's uplink when that is
+// limited.
+func (b *netBuilder) sendVertex(s int) int {
+	if v, ok := b.send[s]; ok {
+		return v
+	}
+	g, from := b.n.g, b.n.source
+	if rk := b.r.rack[s]; b.racks && b.r.upBps[rk] > 0 {
+		v, ok := b.up[rk]
+		if !ok {
+			v = g.vertex()
+			b.up[rk] = v
+			b.n.timed = append(b.n.timed, timedEdge{edge: g.edge(b.n.source, v, 0), bps: b.r.upBps[rk], fixed: unlimited, kind: upEdge, at: rk})
+		}
+		from = v
+	}
+	v := g.vertex()
+	b.send[s] = v
+	b.n.timed = append(b.n.timed, timedEdge{edge: g.edge(from, v, 0), bps: b.r.sendBps[s], fixed: unlimited, kind: sendEdge, at: s})
+	return v
+}
+
+// recvVertex returns node d's receive vertex, draining through its rack's downlink when
+// that is limited.
+func (b *netBuilder) recvVertex(d int) int {
+	if v, ok := b.recv[d]; ok {
+		return v
+	}
+	g, to := b.n.g, b.n.snk
+	if rk := b.r.rack[d]; b.racks && b.r.downBps[rk] > 0 {
+		v, ok := b.down[rk]
+		if !ok {
+			v = g.vertex()
+			b.down[rk] = v
+			b.n.timed = append(b.n.timed, timedEdge{edge: g.edge(v, b.n.snk, 0), bps: b.r.downBps[rk], fixed: unlimited, kind: downEdge, at: rk})
+		}
+		to = v
+	}
+	v := g.vertex()
+	b.recv[d] = v
+	b.n.timed = append(b.n.timed, timedEdge{edge: g.edge(v, to, 0), bps: b.r.recvBps[d], fixed: b.r.Fabric.Nodes[d].FreeBytes, kind: receiveEdge, at: d})
+	return v
 }
 
 // hubKey encodes a set of nodes as a map key.

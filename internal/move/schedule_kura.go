@@ -277,6 +277,7 @@ func (p *kuraBalancer) relieve(root, x, side int, theta float64, depth int, visi
 		if side == 1 {
 			alts = nil
 		}
+		b := float64(p.r.Copies[i].Bytes)
 		try := func(y int) bool {
 			if visited[y] {
 				return false
@@ -284,31 +285,35 @@ func (p *kuraBalancer) relieve(root, x, side int, theta float64, depth int, visi
 			s, d := s0, y
 			if side == 0 {
 				s, d = y, d0
-			} else if !p.fits(i, y) {
+			}
+			// Every resource the moved copy would cross stays below theta, y's own side
+			// excepted (which a further move may relieve): checked before moving anything.
+			for _, z := range p.resources(s, d, buf[:0]) {
+				if z != side*p.nodes+y && p.busy[z]+b/p.rate[z] >= theta {
+					return false
+				}
+			}
+			if side == 1 && !p.fits(i, y) {
 				return false
 			}
 			p.assign(i, s, d)
-			ok := true
-			for _, z := range p.resources(s, d, buf[:0]) {
-				if z != side*p.nodes+y && p.busy[z] >= theta {
-					ok = false
-				}
+			if p.busy[side*p.nodes+y] < theta {
+				return true
 			}
-			if ok && p.busy[side*p.nodes+x] < theta {
-				if p.busy[side*p.nodes+y] < theta {
+			if depth > 1 && y != root {
+				visited[y] = true
+				if p.relieve(root, y, side, theta, depth-1, visited) {
 					return true
-				}
-				if depth > 1 && y != root {
-					visited[y] = true
-					if p.relieve(root, y, side, theta, depth-1, visited) {
-						return true
-					}
 				}
 			}
 			p.unassign(i)
 			return false
 		}
 		p.unassign(i)
+		if p.busy[side*p.nodes+x] >= theta {
+			p.assign(i, s0, d0) // moving this copy alone does not relieve x
+			continue
+		}
 		if side == 0 {
 			for _, y := range alts {
 				if y != s0 && try(y) {
