@@ -5,15 +5,24 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 )
 
+// testRNG returns a generator seeded from KURA_SEED, or from the clock, and logs the seed.
 func testRNG(t *testing.T) *rand.Rand {
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if s := os.Getenv("KURA_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("KURA_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (KURA_SEED=%d to repeat)", seed, seed)
 	return rand.New(rand.NewPCG(seed, 0))
 }
 
