@@ -27,64 +27,107 @@ import (
 // ranges twice (seed 004's over-fetch): package move plans them as one change. The result
 // is in joiners' order; rng is drawn from only for a new cluster's first node, which gets
 // evenly spaced tokens.
+//
+// It copies ring into a draft (O(vnodes)) and scores candidates there incrementally (see
+// BalancedTokens); to grow a large cluster join after join, an Allocator keeps the draft.
 func BalancedJoinTokens(ring *Ring, joiners []Node, numTokens int, strategy Strategy, rf int, rng *rand.Rand) [][]Token {
-	out := make([][]Token, len(joiners))
-	var nodes []Node
-	if ring != nil {
-		nodes = slices.Clone(ring.nodes)
-	}
-	first := len(nodes)
+	return NewAllocator(ring, strategy, rf).Join(joiners, numTokens, rng)
+}
+
+// Allocator chooses balanced tokens for one join after another into a growing cluster: each
+// Join gives exactly what BalancedJoinTokens gives for the ring the joins before it made,
+// without copying that ring first. Building a 1,000-node ring node by node (as the cluster
+// simulator does, like a cluster whose nodes join one at a time with balanced allocation)
+// then costs the placements alone. Not safe for concurrent use.
+type Allocator struct{ d *draft }
+
+// NewAllocator starts from ring (nil: a new cluster) under strategy with rf replicas.
+func NewAllocator(ring *Ring, strategy Strategy, rf int) *Allocator {
+	return newAllocator(ring, strategy, rf, exactTieVnodes)
+}
+
+// newAllocator is NewAllocator breaking ties as the old allocator did on rings of at most
+// exactTies vnodes (see exactTieVnodes).
+func newAllocator(ring *Ring, strategy Strategy, rf int, exactTies int) *Allocator {
+	d := newDraft(ring, nil, strategy, rf)
+	d.weights, d.join, d.exactTies = joinWeights(rf), true, exactTies
+	return &Allocator{d: d}
+}
+
+// Join chooses numTokens tokens for each of joiners as BalancedJoinTokens does, adds the
+// joiners with them and returns them in joiners' order. A joiner's ID must be new.
+func (a *Allocator) Join(joiners []Node, numTokens int, rng *rand.Rand) [][]Token {
+	d := a.d
+	first := len(d.nodes)
+	fresh := d.live == 0
 	for _, j := range joiners {
 		j.Tokens = nil
-		nodes = append(nodes, j)
+		d.addNode(j)
 	}
-	if ring == nil && len(joiners) > 0 {
-		nodes[first].Tokens = evenTokens(numTokens, Token(rng.Uint64()))
+	if fresh && len(joiners) > 0 {
+		d.placeEvenly(int32(first), evenTokens(numTokens, Token(rng.Uint64())))
 	}
+	var cands []cand
 	for range numTokens {
 		for k := range joiners {
-			self := first + k
-			if len(nodes[self].Tokens) == numTokens {
+			self := int32(first + k)
+			if len(d.nodes[self].Tokens) == numTokens {
 				continue // a new cluster's first node, placed evenly above
 			}
-			nodes[self].Tokens = append(slices.Clone(nodes[self].Tokens), bestToken(nodes, self, strategy, rf, func(r *Ring) []Token { return r.widestMidpoints(allocCandidates) }))
+			cands = d.midpoints(allocCandidates, cands[:0])
+			c := d.best(self, cands)
+			d.insert(self, c.tok, c.at, len(d.nodes[self].Tokens))
 		}
 	}
-	refine(nodes, first, strategy, rf)
+	d.refine(first)
+	out := make([][]Token, len(joiners))
 	for k := range joiners {
-		out[k] = nodes[first+k].Tokens
+		out[k] = slices.Clone(d.nodes[first+k].Tokens)
 	}
 	return out
 }
 
-// refine takes each joiner's tokens out in turn and puts each back where it now best
-// evens out ownership (among the quarter points of the refineCandidates widest ranges),
-// keeping the move only when joinScore drops; at most refinePasses passes.
-func refine(nodes []Node, first int, strategy Strategy, rf int) {
-	score := func() float64 {
-		r, err := New(nodes)
-		if err != nil {
-			return math.Inf(1)
-		}
-		return joinScore(r, strategy, rf)
+// Ring returns the cluster's ring as the joins so far made it.
+func (a *Allocator) Ring() (*Ring, error) { return New(a.d.nodes) }
+
+// joinWeights is joinScore's: the spread at rf, and a tenth of it at each lower rf.
+func joinWeights(rf int) []float64 {
+	w := make([]float64, rf)
+	for l := range w {
+		w[l] = 0.1
 	}
-	cur := score()
+	w[rf-1] = 1
+	return w
+}
+
+// refine takes each joiner's tokens (nodes from first on) out in turn and puts each back
+// where it now best evens out ownership (among the quarter points of the refineCandidates
+// widest ranges), keeping the move only when the score drops (by more than tieTolerance);
+// at most refinePasses passes.
+func (d *draft) refine(first int) {
+	var cands []cand
 	for range refinePasses {
 		improved := false
-		for self := first; self < len(nodes); self++ {
-			for i := range nodes[self].Tokens {
-				if tokenCount(nodes) == 1 {
+		for self := int32(first); int(self) < len(d.nodes); self++ {
+			for i := range len(d.nodes[self].Tokens) {
+				if d.live == 1 {
 					return // the only token of a new cluster: no ring is left without it
 				}
-				old := nodes[self].Tokens
-				rest := slices.Delete(slices.Clone(old), i, i+1)
-				nodes[self].Tokens = rest
-				cand := bestToken(nodes, self, strategy, rf, func(r *Ring) []Token { return r.widestQuarters(refineCandidates) })
-				nodes[self].Tokens = slices.Insert(slices.Clone(rest), i, cand)
-				if after := score(); after < cur {
-					cur, improved = after, true
+				old, at := d.nodes[self].Tokens[i], d.nxt[d.vids[self][i]]
+				tol := d.tolerance()
+				removed := d.remove(self, i)
+				cands = d.quarters(refineCandidates, cands[:0])
+				c, delta := d.bestDelta(self, cands)
+				keep := removed+delta < -tol
+				if c.at >= 0 && d.live <= d.exactTies && math.Abs(removed+delta) <= tol {
+					// A tie: decide as the old allocator did, by the two rings' whole scores.
+					keep = d.wholeScore(self, c.tok) < d.wholeScore(self, old)
+				}
+				if c.at >= 0 && keep {
+					d.insert(self, c.tok, c.at, i)
+					improved = true
 				} else {
-					nodes[self].Tokens = old
+					d.insert(self, old, at, i)
 				}
 			}
 		}
@@ -92,14 +135,6 @@ func refine(nodes []Node, first int, strategy Strategy, rf int) {
 			return
 		}
 	}
-}
-
-func tokenCount(nodes []Node) int {
-	n := 0
-	for _, nd := range nodes {
-		n += len(nd.Tokens)
-	}
-	return n
 }
 
 // Refinement's effort: two passes over 48 candidates (16 ranges) each cost a little more
@@ -110,92 +145,23 @@ const (
 	refineCandidates = 16
 )
 
-// bestToken returns the token, among the candidates of the ring of nodes, whose addition
-// to nodes[self] gives the lowest joinScore.
-func bestToken(nodes []Node, self int, strategy Strategy, rf int, candidates func(*Ring) []Token) Token {
-	cur, err := New(nodes)
-	if err != nil {
-		panic("ring: BalancedJoinTokens built an invalid ring: " + err.Error()) // tokens are chosen distinct
+// placeEvenly gives node s, in an empty draft, tokens (the first node of a new cluster).
+func (d *draft) placeEvenly(s int32, tokens []Token) {
+	order := make([]int, len(tokens))
+	for k := range order {
+		order[k] = k
 	}
-	best, bestScore := Token(0), math.Inf(1)
-	for _, cand := range candidates(cur) {
-		trial := slices.Clone(nodes)
-		trial[self].Tokens = append(slices.Clone(nodes[self].Tokens), cand)
-		tr, err := New(trial)
-		if err != nil {
-			continue
+	slices.SortFunc(order, func(a, b int) int { return cmpToken(tokens[a], tokens[b]) })
+	d.vids[s] = make([]int32, len(tokens))
+	first := int32(-1)
+	for _, k := range order {
+		x := d.link(s, tokens[k], first)
+		if first < 0 {
+			first = x
 		}
-		if score := joinScore(tr, strategy, rf); score < bestScore {
-			best, bestScore = cand, score
-		}
+		d.vids[s][k] = x
 	}
-	return best
-}
-
-// joinScore is what BalancedJoinTokens minimizes: the spread of replicated ownership
-// under strategy and rf (the sum of squared deviations of the nodes' shares from their
-// mean), plus a tenth of the spread of what the first l replicas of each range hold, for
-// each l below rf. The lower terms break near-ties, which are common: when rf is at
-// least the number of nodes, every node holds everything and the first term is flat, so
-// without them a new cluster's nodes take tokens in any order (two of one node's side by
-// side), and the next joiner cannot get an even share: one joiner of 16 tokens on 3
-// nodes of RF 3 ended at max/min 1.40, and at 1.05-1.09 with them. Computed in one pass
-// of placement (a set's first l replicas stand for its set at RF l; for every strategy
-// but engine-diverse they are the same).
-func joinScore(r *Ring, strategy Strategy, rf int) float64 {
-	index := make(map[NodeID]int, len(r.nodes))
-	for i, n := range r.nodes {
-		index[n.ID] = i
-	}
-	held := make([][]float64, rf) // held[l][i]: the token space node i holds among the first l+1 replicas
-	totals := make([]float64, rf)
-	for l := range held {
-		held[l] = make([]float64, len(r.nodes))
-	}
-	for i, v := range r.vnodes {
-		prev := r.vnodes[(i+len(r.vnodes)-1)%len(r.vnodes)].token
-		w := widthShare(prev, v.token, len(r.vnodes))
-		for j, id := range strategy.Replicas(r, v.token, rf) {
-			for l := j; l < rf; l++ {
-				held[l][index[id]] += w
-				totals[l] += w
-			}
-		}
-	}
-	score := 0.0
-	for l, h := range held {
-		weight := 0.1
-		if l == rf-1 {
-			weight = 1
-		}
-		mean := 1 / float64(len(h))
-		for _, x := range h {
-			d := x/totals[l] - mean
-			score += weight * d * d
-		}
-	}
-	return score
-}
-
-// widestQuarters returns the points a quarter, half and three quarters into each of the k
-// widest ranges. Refinement needs the finer choice: a token's place inside a range sets
-// how much of it the node takes as primary, and midpoints alone leave a joiner of a
-// small cluster with a share it cannot tune (1 joiner of 8 tokens on 3 nodes of RF 3
-// ended at max/min 1.38).
-func (r *Ring) widestQuarters(k int) []Token {
-	var out []Token
-	for _, mid := range r.widestMidpoints(k) {
-		i := r.RangeIndex(mid)
-		start := r.RangeStart(i)
-		quarter := (uint64(r.RangeEnd(i)) - uint64(start)) / 4
-		if len(r.vnodes) == 1 {
-			quarter = 1 << 62
-		}
-		if quarter == 0 {
-			out = append(out, mid)
-			continue
-		}
-		out = append(out, Token(uint64(start)+quarter), mid, Token(uint64(mid)+quarter))
-	}
-	return out
+	d.nodes[s].Tokens = slices.Clone(tokens)
+	d.ntok[s] = int32(len(tokens))
+	d.recomputeAll()
 }

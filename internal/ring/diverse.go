@@ -24,26 +24,7 @@ func (EngineDiverse) Name() string { return "engine-diverse" }
 // Replicas implements Strategy.
 func (EngineDiverse) Replicas(r *Ring, t Token, n int) []NodeID {
 	w := newWalker(r, t)
-	want := min(n, r.coverable)
-	chosen := w.greedyCover(want) // positions in the walk
-	if len(chosen) < want {
-		chosen = searchCover(r, w.all(), want)
-	}
-	// Fill up host-aware, then return in walk order (the primary first).
-	var hosts []string
-	for _, p := range chosen {
-		hosts = append(hosts, r.nodes[w.order[p]].Host)
-	}
-	for p := 0; len(chosen) < n; p++ {
-		i, ok := w.at(p)
-		if !ok {
-			break
-		}
-		if !slices.Contains(chosen, p) && !slices.Contains(hosts, r.nodes[i].Host) {
-			chosen, hosts = append(chosen, p), append(hosts, r.nodes[i].Host)
-		}
-	}
-	slices.Sort(chosen)
+	chosen := w.choose(r.coverable, n)
 	out := make([]NodeID, len(chosen))
 	for k, p := range chosen {
 		out[k] = r.nodes[w.order[p]].ID
@@ -51,39 +32,86 @@ func (EngineDiverse) Replicas(r *Ring, t Token, n int) []NodeID {
 	return out
 }
 
+// choose returns the positions in the walk of EngineDiverse's n replicas, in walk order
+// (the primary first), when the ring's replica sets can cover coverable roles. The
+// balanced allocator's draft ring walks through the same code.
+func (w *walker) choose(coverable, n int) []int {
+	want := min(n, coverable)
+	chosen := w.greedyCover(want) // positions in the walk
+	if len(chosen) < want {
+		chosen = searchCover(w.nodes, w.all(), want)
+	}
+	// Fill up host-aware, then return in walk order (the primary first).
+	var hosts []string
+	for _, p := range chosen {
+		hosts = append(hosts, w.nodes[w.order[p]].Host)
+	}
+	for p := 0; len(chosen) < n; p++ {
+		i, ok := w.at(p)
+		if !ok {
+			break
+		}
+		if !slices.Contains(chosen, p) && !slices.Contains(hosts, w.nodes[i].Host) {
+			chosen, hosts = append(chosen, p), append(hosts, w.nodes[i].Host)
+		}
+	}
+	slices.Sort(chosen)
+	return chosen
+}
+
 // walker lists the ring's nodes (indexes) in the order a clockwise walk from a token first
-// meets them, reading the ring only as far as asked.
+// meets them, reading the ring only as far as asked. It reads a Ring, or the allocator's
+// draft (which reuses one walker: see draft.walkDiverse).
 type walker struct {
-	r     *Ring
-	start int // vnode the walk starts at
-	next  int // vnodes read so far
-	seen  []bool
-	order []int
+	nodes  []Node
+	vnodes int // vnodes in the ring: a walk reads at most this many
+	r      *Ring
+	start  int // vnode of r the walk starts at
+	d      *draft
+	cur    int32 // next vnode of d to read
+
+	next      int  // vnodes read so far
+	lastNew   int  // vnodes read when the last node was first met
+	exhausted bool // asked for more nodes than the ring has
+	seen      []bool
+	order     []int
 }
 
 func newWalker(r *Ring, t Token) *walker {
-	return &walker{r: r, start: r.vnodeFor(t), seen: make([]bool, len(r.nodes))}
+	return &walker{nodes: r.nodes, vnodes: len(r.vnodes), r: r, start: r.vnodeFor(t), seen: make([]bool, len(r.nodes))}
+}
+
+// read returns the node of the next vnode of the walk.
+func (w *walker) read() int {
+	if w.d != nil {
+		i := w.d.own[w.cur]
+		w.cur = w.d.nxt[w.cur]
+		return int(i)
+	}
+	return w.r.vnodes[(w.start+w.next)%len(w.r.vnodes)].node
 }
 
 // at returns the node at position p of the walk, or false when fewer nodes have tokens.
 func (w *walker) at(p int) (int, bool) {
-	for len(w.order) <= p && w.next < len(w.r.vnodes) {
-		i := w.r.vnodes[(w.start+w.next)%len(w.r.vnodes)].node
+	for len(w.order) <= p && w.next < w.vnodes {
+		i := w.read()
 		w.next++
 		if !w.seen[i] {
 			w.seen[i] = true
 			w.order = append(w.order, i)
+			w.lastNew = w.next
 		}
 	}
 	if p < len(w.order) {
 		return w.order[p], true
 	}
+	w.exhausted = true
 	return 0, false
 }
 
 // all returns the whole walk.
 func (w *walker) all() []int {
-	w.at(len(w.r.nodes))
+	w.at(len(w.nodes))
 	return w.order
 }
 
@@ -98,7 +126,7 @@ func (w *walker) greedyCover(want int) []int {
 		if !ok {
 			break
 		}
-		nd := w.r.nodes[i]
+		nd := w.nodes[i]
 		if !slices.Contains(roles, nd.Role) && !slices.Contains(hosts, nd.Host) {
 			chosen, roles, hosts = append(chosen, p), append(roles, nd.Role), append(hosts, nd.Host)
 		}
@@ -111,9 +139,9 @@ func (w *walker) greedyCover(want int) []int {
 // next), by depth-first search. The ring allows want roles, so a cover exists. Only
 // layouts where greedyCover fails get here; a node is tried only when the nodes after it
 // can still complete the cover (completable), which keeps the search from wandering.
-func searchCover(r *Ring, order []int, want int) []int {
+func searchCover(nodes []Node, order []int, want int) []int {
 	var chosen []int // positions
-	nodes := func() []int {
+	chosenNodes := func() []int {
 		out := make([]int, len(chosen))
 		for k, p := range chosen {
 			out[k] = order[p]
@@ -126,11 +154,11 @@ func searchCover(r *Ring, order []int, want int) []int {
 			return true
 		}
 		for p := from; p < len(order); p++ {
-			if !compatible(r, nodes(), r.nodes[order[p]]) {
+			if !compatible(nodes, chosenNodes(), nodes[order[p]]) {
 				continue
 			}
 			chosen = append(chosen, p)
-			if completable(r, nodes(), order[p+1:], want) && try(p+1) {
+			if completable(nodes, chosenNodes(), order[p+1:], want) && try(p+1) {
 				return true
 			}
 			chosen = chosen[:len(chosen)-1]
@@ -142,9 +170,9 @@ func searchCover(r *Ring, order []int, want int) []int {
 }
 
 // compatible reports whether nd has a role and a host that no chosen node has.
-func compatible(r *Ring, chosen []int, nd Node) bool {
+func compatible(nodes []Node, chosen []int, nd Node) bool {
 	for _, i := range chosen {
-		if r.nodes[i].Role == nd.Role || r.nodes[i].Host == nd.Host {
+		if nodes[i].Role == nd.Role || nodes[i].Host == nd.Host {
 			return false
 		}
 	}
@@ -153,14 +181,14 @@ func compatible(r *Ring, chosen []int, nd Node) bool {
 
 // completable reports whether nodes from rest can add want-len(chosen) roles to chosen on
 // hosts of their own.
-func completable(r *Ring, chosen []int, rest []int, want int) bool {
+func completable(nodes []Node, chosen []int, rest []int, want int) bool {
 	need := want - len(chosen)
 	if need == 0 {
 		return true
 	}
 	cands := map[Role][]string{}
 	for _, i := range rest {
-		if nd := r.nodes[i]; compatible(r, chosen, nd) {
+		if nd := nodes[i]; compatible(nodes, chosen, nd) {
 			cands[nd.Role] = addHost(cands[nd.Role], nd.Host, need)
 		}
 	}

@@ -1,0 +1,396 @@
+package ring
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// draft is the balanced allocator's working copy of a ring, edited in place one token at a
+// time: the vnodes in a circular doubly linked list in token order (an insertion next to a
+// known vnode and a removal are O(1)), each range's replica set under the strategy, and
+// every node's replicated token space, summed exactly.
+//
+// What makes it incremental is that a range's replica set depends only on the first few
+// vnodes of the walk from its end: its extent (ext), the vnodes the walk read until the
+// strategy's rule was satisfied. A token added or removed at a point changes the replica
+// sets of only the ranges whose walk reads that point: the ranges ending up to ext vnodes
+// before it, found by walking backwards (maxExt bounds the walk: a few vnodes in a cluster
+// with more hosts and racks than RF). Two things reach further, and both are rare once a
+// cluster has RF hosts:
+//   - An open walk went round the whole ring without satisfying its rule (fewer hosts than
+//     RF): its replica set also depends on which nodes have tokens at all. The first token
+//     of a node, or the removal of its last, recomputes every open range. Within the ring
+//     it depends only on the vnodes up to its last choice (ext), because every rule here
+//     rejects a node by what has been chosen, which only grows along the walk.
+//   - A strategy reads one number of the whole ring: RackAware how many racks have tokens
+//     (the walk stops when each holds a replica), EngineDiverse how many roles a replica set
+//     can cover. When that changes, every range is recomputed.
+//
+// A draft is not safe for concurrent use.
+type draft struct {
+	kind     placement
+	strategy Strategy
+	rf       int
+
+	nodes     []Node    // Tokens kept current for the nodes the draft adds tokens to
+	vids      [][]int32 // vids[i][k]: the vnode of nodes[i].Tokens[k], for nodes given tokens by the draft
+	index     map[NodeID]int32
+	hostNum   map[string]int32
+	rackNum   map[string]int32
+	host      []int32 // per node: its host, numbered
+	rack      []int32 // per node: its rack, numbered
+	ntok      []int32 // per node: its vnodes in the draft
+	racks     int     // racks with a node with tokens
+	coverable int     // roles a replica set can cover (EngineDiverse)
+
+	// Vnodes by id; ids of removed vnodes are reused.
+	tok      []Token
+	own      []int32
+	nxt, prv []int32
+	reps     []int32 // rf per vnode: its range's replica set, -1 past its end
+	ext      []int32 // vnodes its walk read up to its last choice
+	open     []bool  // its walk went round the ring without satisfying the rule
+	free     []int32
+	live     int
+	head     int32 // a live vnode, -1 when none
+
+	extCount []int32 // ranges by ext
+	maxExt   int32
+	openList []int32 // the open ranges
+	openPos  []int32 // by vnode: index in openList, -1
+
+	held  []u128 // node*rf + l: the token space node holds among the first l+1 replicas
+	total []u128 // per l: held summed over nodes
+
+	widest widest
+	topBuf []int32
+	walk   walker // reused by EngineDiverse walks
+
+	weights   []float64 // the score's weight of each level (joinScore's, or spread's: the last only)
+	join      bool      // the score is joinScore (else the spread of ReplicatedOwnership)
+	exactTies int       // the largest ring on which ties are broken as the old allocator did
+	deltas    []float64 // scratch of bestDelta
+	version   int       // commits so far
+
+	// Scratch of one change (prepare, then commit or abort).
+	presence bool // a node gains its first token or loses its last
+	all      bool // every range is touched
+	chg      []change
+	chgPos   []int32 // by vnode: its index in chg, when mark is epoch
+	newReps  []int32 // rf per change
+	mark     []uint32
+	epoch    uint32
+	slot     []int32 // per node: its index in dNodes, -1
+	dNodes   []int32 // nodes whose held changes
+	dHeld    []u128  // len(dNodes)*rf
+	short    bool    // a changed range has fewer than rf replicas
+	delta    float64 // the change in score
+	saved    [2]int  // racks and coverable before the change
+	base     float64 // score of the committed state, when baseOK
+	baseOK   bool
+	snap     *Ring // for strategies the draft cannot walk itself
+	gCache   struct {
+		s, delta                  int32
+		version, racks, coverable int
+		ok                        bool
+	}
+}
+
+// placement is a strategy the draft walks itself.
+type placement uint8
+
+const (
+	otherPlacement placement = iota
+	simplePlacement
+	hostPlacement
+	rackPlacement
+	diversePlacement
+)
+
+// change is one range a token's insertion or removal changes: its old replica set and
+// width, and its new ones.
+type change struct {
+	v          int32
+	walk       bool // recompute its replica set (else the width alone changes)
+	hasOld     bool // false for the inserted vnode
+	hasNew     bool // false for the removed vnode
+	oldW, newW u128
+	n          int // replicas in the new set
+	ext        int32
+	open       bool
+}
+
+// u128 is an unsigned 128-bit integer: a node's held token space, summed exactly so that
+// adding and taking away the same range gives back the same value.
+type u128 struct{ hi, lo uint64 }
+
+func (a u128) add(b u128) u128 {
+	lo, c := bits.Add64(a.lo, b.lo, 0)
+	return u128{a.hi + b.hi + c, lo}
+}
+
+func (a u128) sub(b u128) u128 {
+	lo, c := bits.Sub64(a.lo, b.lo, 0)
+	return u128{a.hi - b.hi - c, lo}
+}
+
+// share is a as a share of the token space (a / 2^64).
+func (a u128) share() float64 { return float64(a.hi) + float64(a.lo)*0x1p-64 }
+
+// signedShare is share for a two's-complement difference; it is odd (-x gives -share(x)
+// exactly), which the allocator's refinement needs: see prepare.
+func (a u128) signedShare() float64 {
+	if int64(a.hi) < 0 {
+		return -u128{}.sub(a).share()
+	}
+	return a.share()
+}
+
+// newDraft copies r (nil: no tokens yet) and appends joiners without tokens.
+func newDraft(r *Ring, joiners []Node, strategy Strategy, rf int) *draft {
+	d := &draft{strategy: strategy, rf: rf, head: -1, index: map[NodeID]int32{},
+		hostNum: map[string]int32{}, rackNum: map[string]int32{}}
+	switch strategy.(type) {
+	case Simple:
+		d.kind = simplePlacement
+	case HostAware:
+		d.kind = hostPlacement
+	case RackAware:
+		d.kind = rackPlacement
+	case EngineDiverse:
+		d.kind = diversePlacement
+	}
+	d.widest.d = d
+	d.walk.d = d
+	if r != nil {
+		for _, n := range r.nodes {
+			d.addNode(n)
+		}
+		for _, v := range r.vnodes {
+			x := d.alloc()
+			d.tok[x], d.own[x] = v.token, int32(v.node)
+			d.ntok[v.node]++
+		}
+		for x := range r.vnodes { // ids are r's vnode indexes, in token order
+			d.nxt[x], d.prv[x] = int32((x+1)%len(r.vnodes)), int32((x+len(r.vnodes)-1)%len(r.vnodes))
+		}
+		d.live, d.head = len(r.vnodes), 0
+	}
+	for _, j := range joiners {
+		j.Tokens = nil
+		d.addNode(j)
+	}
+	d.recomputeAll()
+	return d
+}
+
+// addNode appends a node: its tokens must be linked by the caller.
+func (d *draft) addNode(n Node) {
+	if _, ok := d.index[n.ID]; ok {
+		panic(fmt.Sprintf("ring: balanced allocation given node %q twice", n.ID))
+	}
+	i := int32(len(d.nodes))
+	d.index[n.ID] = i
+	d.nodes = append(d.nodes, n)
+	d.vids = append(d.vids, nil)
+	d.host = append(d.host, number(d.hostNum, n.Host))
+	d.rack = append(d.rack, number(d.rackNum, n.Rack))
+	d.ntok = append(d.ntok, 0)
+	d.slot = append(d.slot, -1)
+	d.held = append(d.held, make([]u128, d.rf)...)
+	d.baseOK = false // the mean share changed
+}
+
+// number returns name's number in nums, adding it if new.
+func number(nums map[string]int32, name string) int32 {
+	n, ok := nums[name]
+	if !ok {
+		n = int32(len(nums))
+		nums[name] = n
+	}
+	return n
+}
+
+// alloc returns a free vnode id.
+func (d *draft) alloc() int32 {
+	if n := len(d.free); n > 0 {
+		x := d.free[n-1]
+		d.free = d.free[:n-1]
+		return x
+	}
+	x := int32(len(d.tok))
+	d.tok, d.own = append(d.tok, 0), append(d.own, -1)
+	d.nxt, d.prv = append(d.nxt, -1), append(d.prv, -1)
+	d.reps = append(d.reps, make([]int32, d.rf)...)
+	d.ext, d.open = append(d.ext, 0), append(d.open, false)
+	d.openPos, d.mark, d.chgPos = append(d.openPos, -1), append(d.mark, 0), append(d.chgPos, 0)
+	d.widest.pos = append(d.widest.pos, -1)
+	return x
+}
+
+// link puts a new vnode of node s with token t before vnode at (any when the draft is
+// empty) and returns it.
+func (d *draft) link(s int32, t Token, at int32) int32 {
+	x := d.alloc()
+	d.tok[x], d.own[x] = t, s
+	if d.live == 0 {
+		d.nxt[x], d.prv[x], d.head = x, x, x
+	} else {
+		pv := d.prv[at]
+		d.nxt[pv], d.prv[x], d.nxt[x], d.prv[at] = x, pv, at, x
+	}
+	d.live++
+	d.snap = nil
+	return x
+}
+
+// unlink takes vnode x out of the list and frees its id.
+func (d *draft) unlink(x int32) {
+	if d.live == 1 {
+		d.head = -1
+	} else {
+		pv, nx := d.prv[x], d.nxt[x]
+		d.nxt[pv], d.prv[nx] = nx, pv
+		if d.head == x {
+			d.head = nx
+		}
+	}
+	d.live--
+	d.snap = nil
+	d.own[x] = -1
+	d.free = append(d.free, x)
+}
+
+// width is the token space of the range ending at vnode v; a lone vnode's is all of it.
+func (d *draft) width(v int32) u128 {
+	if d.nxt[v] == v {
+		return u128{hi: 1}
+	}
+	return u128{lo: uint64(d.tok[v]) - uint64(d.tok[d.prv[v]])}
+}
+
+// repsOf returns the replica set stored for the range ending at v.
+func (d *draft) repsOf(v int32) []int32 {
+	r := d.reps[int(v)*d.rf : int(v+1)*d.rf]
+	for n, i := range r {
+		if i < 0 {
+			return r[:n]
+		}
+	}
+	return r
+}
+
+// recomputeAll recomputes the globals, every range's replica set and every node's held
+// token space from scratch.
+func (d *draft) recomputeAll() {
+	d.racks, d.coverable = d.globals(-1, 0)
+	clear(d.extCount)
+	d.maxExt = 0
+	for _, v := range d.openList {
+		d.openPos[v] = -1
+	}
+	d.openList = d.openList[:0]
+	clear(d.held)
+	d.total = make([]u128, d.rf)
+	for _, v := range d.widest.ids {
+		d.widest.pos[v] = -1
+	}
+	d.widest.ids = d.widest.ids[:0]
+	d.snap = nil
+	if d.live == 0 {
+		return
+	}
+	v := d.head
+	for range d.live {
+		out := d.reps[int(v)*d.rf : int(v+1)*d.rf]
+		n, ext, open := d.walkFrom(v, out)
+		for k := n; k < d.rf; k++ {
+			out[k] = -1
+		}
+		d.setExt(v, ext, open)
+		d.addHeld(out[:n], d.width(v), false)
+		d.widest.push(v)
+		v = d.nxt[v]
+	}
+	d.baseOK = false
+	d.version++
+}
+
+// globals returns how many racks have nodes with tokens and how many roles a replica set
+// can cover, when node s (if not -1) gains (delta 1) or loses (-1) its tokens.
+func (d *draft) globals(s int32, delta int32) (racks, coverable int) {
+	present := func(i int) bool { return d.ntok[i] > 0 && int32(i) != s || int32(i) == s && delta > 0 }
+	seen := make([]bool, len(d.rackNum))
+	var nodes []Node
+	for i, n := range d.nodes {
+		if !present(i) {
+			continue
+		}
+		if !seen[d.rack[i]] {
+			seen[d.rack[i]] = true
+			racks++
+		}
+		if d.kind == diversePlacement || d.kind == otherPlacement {
+			nodes = append(nodes, n)
+		}
+	}
+	if d.kind == diversePlacement || d.kind == otherPlacement {
+		coverable = coverableRoles(nodes)
+	}
+	return racks, coverable
+}
+
+// globalsMatter reports whether the strategy's walks read differently with racks and
+// coverable than with the draft's.
+func (d *draft) globalsMatter(racks, coverable int) bool {
+	switch d.kind {
+	case rackPlacement:
+		return min(d.rf, racks) != min(d.rf, d.racks)
+	case diversePlacement:
+		return min(d.rf, coverable) != min(d.rf, d.coverable)
+	}
+	return false
+}
+
+// setExt records the extent of v's walk; v must have none recorded.
+func (d *draft) setExt(v int32, ext int32, open bool) {
+	for int(ext) >= len(d.extCount) {
+		d.extCount = append(d.extCount, 0)
+	}
+	d.extCount[ext]++
+	d.maxExt = max(d.maxExt, ext)
+	d.ext[v], d.open[v] = ext, open
+	if open {
+		d.openPos[v] = int32(len(d.openList))
+		d.openList = append(d.openList, v)
+	}
+}
+
+// clearExt forgets the extent of v's walk.
+func (d *draft) clearExt(v int32) {
+	d.extCount[d.ext[v]]--
+	for d.maxExt > 0 && d.extCount[d.maxExt] == 0 {
+		d.maxExt--
+	}
+	if p := d.openPos[v]; p >= 0 {
+		last := d.openList[len(d.openList)-1]
+		d.openList[p], d.openPos[last] = last, p
+		d.openList = d.openList[:len(d.openList)-1]
+		d.openPos[v] = -1
+	}
+}
+
+// addHeld adds (or takes away) width w for each replica of a range at each level it counts
+// at (the replica at position p counts among the first l+1 for every l >= p).
+func (d *draft) addHeld(reps []int32, w u128, sub bool) {
+	for p, i := range reps {
+		for l := p; l < d.rf; l++ {
+			h := &d.held[int(i)*d.rf+l]
+			if sub {
+				*h, d.total[l] = h.sub(w), d.total[l].sub(w)
+			} else {
+				*h, d.total[l] = h.add(w), d.total[l].add(w)
+			}
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package ring
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// otherStrategy is a strategy the draft cannot walk itself; it asks it on a Ring.
+type otherStrategy struct{ Strategy }
+
+func (o otherStrategy) Name() string { return "other(" + o.Strategy.Name() + ")" }
+
+// checkDraft compares what the draft keeps with the same computed from scratch on the Ring
+// of its nodes: the vnodes in token order, every range's replica set (Strategy.Replicas),
+// every node's token space held at each level (summed exactly), the globals, the widest
+// ranges (Ring.widestMidpoints and widestQuarters of old) and the extents' bookkeeping.
+func checkDraft(d *draft) error {
+	r, err := New(d.nodes)
+	if err != nil {
+		return err
+	}
+	if d.live != len(r.vnodes) {
+		return fmt.Errorf("%d vnodes linked, ring has %d", d.live, len(r.vnodes))
+	}
+	ids := map[Token]int32{}
+	for v, k := d.head, 0; k < d.live; v, k = d.nxt[v], k+1 {
+		ids[d.tok[v]] = v
+	}
+	rf := d.rf
+	held, total := make([]u128, len(d.nodes)*rf), make([]u128, rf)
+	extCount, maxExt, open := map[int32]int32{}, int32(0), 0
+	scratch := make([]int32, rf)
+	for i, vn := range r.vnodes {
+		x, ok := ids[vn.token]
+		if !ok || d.own[x] != int32(vn.node) {
+			return fmt.Errorf("token %d: not in the draft or owned by another node", vn.token)
+		}
+		if next := r.vnodes[(i+1)%len(r.vnodes)].token; d.tok[d.nxt[x]] != next {
+			return fmt.Errorf("token %d: next is %d, ring says %d", vn.token, d.tok[d.nxt[x]], next)
+		}
+		var want []int32
+		for _, id := range d.strategy.Replicas(r, vn.token, rf) {
+			want = append(want, d.index[id])
+		}
+		if got := d.repsOf(x); !slices.Equal(got, want) {
+			return fmt.Errorf("range ending %d: replicas %v, Replicas says %v", vn.token, got, want)
+		}
+		w := u128{lo: uint64(vn.token) - uint64(r.RangeStart(i))}
+		if len(r.vnodes) == 1 {
+			w = u128{hi: 1}
+		}
+		for p, n := range want {
+			for l := p; l < rf; l++ {
+				held[int(n)*rf+l], total[l] = held[int(n)*rf+l].add(w), total[l].add(w)
+			}
+		}
+		if n, ext, o := d.walkFrom(x, scratch); n != len(want) || ext != d.ext[x] || o != d.open[x] {
+			return fmt.Errorf("range ending %d: extent %d open %v kept, a walk now gives %d %v", vn.token, d.ext[x], d.open[x], ext, o)
+		}
+		extCount[d.ext[x]]++
+		maxExt = max(maxExt, d.ext[x])
+		if d.open[x] {
+			open++
+			if d.openPos[x] < 0 || d.openList[d.openPos[x]] != x {
+				return fmt.Errorf("range ending %d: open but not listed", vn.token)
+			}
+		}
+	}
+	if !slices.Equal(held, d.held) || !slices.Equal(total, d.total) {
+		return fmt.Errorf("held token space differs from the ring's")
+	}
+	if maxExt != d.maxExt || open != len(d.openList) {
+		return fmt.Errorf("max extent %d, %d open; kept %d, %d", maxExt, open, d.maxExt, len(d.openList))
+	}
+	for e, c := range extCount {
+		if d.extCount[e] != c {
+			return fmt.Errorf("%d ranges of extent %d, counted %d", c, e, d.extCount[e])
+		}
+	}
+	if racks, coverable := d.globals(-1, 0); racks != d.racks || d.kind == diversePlacement && coverable != d.coverable || d.kind == diversePlacement && coverable != r.coverable {
+		return fmt.Errorf("globals %d racks, %d roles; kept %d, %d", racks, coverable, d.racks, d.coverable)
+	}
+	var got []Token
+	for _, c := range d.midpoints(allocCandidates, nil) {
+		got = append(got, c.tok)
+	}
+	if want := r.widestMidpoints(allocCandidates); !slices.Equal(got, want) {
+		return fmt.Errorf("widest midpoints %v, ring says %v", got, want)
+	}
+	got = got[:0]
+	for _, c := range d.quarters(refineCandidates, nil) {
+		got = append(got, c.tok)
+	}
+	if want := r.widestQuarters(refineCandidates); !slices.Equal(got, want) {
+		return fmt.Errorf("widest quarters %v, ring says %v", got, want)
+	}
+	return nil
+}
+
+// refScore is the score the draft keeps, computed from scratch on a Ring by the old
+// allocator's functions: joinScore, or the spread of ReplicatedOwnership.
+func refScore(nodes []Node, s Strategy, rf int, join bool) float64 {
+	r, err := New(nodes)
+	if err != nil {
+		panic(err)
+	}
+	if join {
+		return joinScore(r, s, rf)
+	}
+	return spread(ReplicatedOwnership(r, s, rf))
+}
+
+// randomPoint returns a token strictly inside the range ending at vnode at, or false when
+// the range is one token wide.
+func randomPoint(d *draft, at int32, rng *rand.Rand) (Token, bool) {
+	w := uint64(d.tok[at]) - uint64(d.tok[d.prv[at]])
+	if d.live == 1 {
+		w = math.MaxUint64
+	}
+	if w < 2 {
+		return 0, false
+	}
+	return Token(uint64(d.tok[d.prv[at]]) + 1 + rng.Uint64N(w-1)), true
+}
+
+// The draft's incremental bookkeeping equals a computation from scratch: on random
+// clusters (hosts, racks and engine roles at random, some nodes sharing hosts, a few with
+// no tokens yet) under every strategy (and one the draft does not know) and RF 1 to 4,
+// random tokens are tried (the change in score must equal the difference of the old
+// allocator's scores of the two Rings, within floating-point noise, and the draft must be
+// left as it was), inserted and taken out again, and after each change every range's
+// replica set, every node's held token space, the widest ranges and the extents are
+// checked against the Ring built from the draft's nodes. Randomized; KURA_SEED repeats a
+// run.
+func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
+	rng := testRNG(t)
+	strategies := []Strategy{Simple{}, HostAware{}, RackAware{}, EngineDiverse{}, otherStrategy{RackAware{}}}
+	trials := 200
+	if testing.Short() {
+		trials = 40
+	}
+	counts := map[string]int{}
+	for trial := range trials {
+		nodes := randomRoleCluster(rng)
+		s := strategies[trial%len(strategies)]
+		rf := 1 + rng.IntN(4)
+		join := rng.IntN(2) == 0
+		r, err := New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var joiners []Node
+		for j := range rng.IntN(3) {
+			joiners = append(joiners, Node{ID: NodeID(fmt.Sprintf("j%d", j)), Host: fmt.Sprintf("host%d", rng.IntN(10)),
+				Rack: fmt.Sprintf("rack%d", rng.IntN(5)), Role: allRoles[rng.IntN(len(allRoles))]})
+		}
+		d := newDraft(r, joiners, s, rf)
+		d.weights, d.join = spreadWeights(rf), join
+		if join {
+			d.weights = joinWeights(rf)
+		}
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("trial %d (%s, RF %d, join score %v, %d nodes, %d vnodes): %s", trial, s.Name(), rf, join, len(d.nodes), d.live, fmt.Sprintf(format, args...))
+		}
+		if err := checkDraft(d); err != nil {
+			fail("as built: %v", err)
+		}
+		for step := range 25 {
+			before := refScore(d.nodes, s, rf, join)
+			if d.live-1 > 0 && rng.IntN(3) == 0 {
+				var given []int32 // nodes with tokens the draft gave them
+				for i := range d.nodes {
+					if len(d.vids[i]) > 0 {
+						given = append(given, int32(i))
+					}
+				}
+				if len(given) > 0 {
+					i := given[rng.IntN(len(given))]
+					k := rng.IntN(len(d.vids[i]))
+					delta := d.remove(i, k)
+					if want := refScore(d.nodes, s, rf, join) - before; math.Abs(delta-want) > 1e-12 {
+						fail("step %d: taking out a token of %s changed the score by %g, from scratch %g", step, d.nodes[i].ID, delta, want)
+					}
+					if err := checkDraft(d); err != nil {
+						fail("step %d: after taking out a token of %s: %v", step, d.nodes[i].ID, err)
+					}
+					counts["removed"]++
+					continue
+				}
+			}
+			i := int32(rng.IntN(len(d.nodes)))
+			at := d.head
+			for range rng.IntN(d.live) {
+				at = d.nxt[at]
+			}
+			tok, ok := randomPoint(d, at, rng)
+			if !ok {
+				continue
+			}
+			delta := d.try(i, tok, at)
+			if want := refScore(withToken(d.nodes, i, tok), s, rf, join) - before; math.Abs(delta-want) > 1e-12 {
+				fail("step %d: token %d for %s would change the score by %g, from scratch %g", step, tok, d.nodes[i].ID, delta, want)
+			}
+			if err := checkDraft(d); err != nil {
+				fail("step %d: after trying token %d for %s: %v", step, tok, d.nodes[i].ID, err)
+			}
+			counts["tried"]++
+			if d.ntok[i] == 0 {
+				counts["tried a first token"]++
+			}
+			if len(d.vids[i]) == len(d.nodes[i].Tokens) && rng.IntN(2) == 0 { // the draft gave it all its tokens
+				d.insert(i, tok, at, rng.IntN(len(d.nodes[i].Tokens)+1))
+				if err := checkDraft(d); err != nil {
+					fail("step %d: after inserting token %d for %s: %v", step, tok, d.nodes[i].ID, err)
+				}
+				counts["inserted"]++
+			}
+		}
+	}
+	t.Logf("%v", counts)
+}
