@@ -90,8 +90,8 @@ type Reservation struct {
 // halve the rate of a transfer limited at both ends. Settle or Cancel it. A nil Limiter
 // reserves nothing.
 func (l *Limiter) Reserve(n int) Reservation {
-	if l == nil || n <= 0 {
-		return Reservation{l: l}
+	if l == nil || n <= 0 || l.Limit() == 0 {
+		return Reservation{}
 	}
 	now := time.Now()
 	r := Reservation{l: l, n: n, due: now}

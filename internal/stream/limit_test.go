@@ -106,6 +106,10 @@ func TestReservationRunsAheadAndKeepsCredit(t *testing.T) {
 	if l.credit != limit {
 		t.Fatalf("credit %d after many cancelled reservations, want it capped at a second (%d)", l.credit, limit)
 	}
+	unlimited := NewLimiter(0)
+	if err := unlimited.Reserve(1<<30).Settle(ctx, 1<<30); err != nil || unlimited.credit != 0 {
+		t.Fatalf("unlimited: %v, credit %d", err, unlimited.credit)
+	}
 	var none *Limiter
 	if err := none.Reserve(1<<30).Settle(ctx, 1<<30); err != nil {
 		t.Fatalf("nil limiter: %v", err)

@@ -205,11 +205,11 @@ func (s *Streamer) RunAll(ctx context.Context, jobs []Job) []error {
 
 // Run copies j's transfer, from where its recorded progress says, and returns nil once
 // every page of every key range of it is applied and durable here (at once if it was
-// already). It waits for one of Config.Concurrency slots (see slots for which waiting
-// transfer a freed slot goes to). It retries a failing source
-// (and its alternatives) with backoff until ctx ends, then returns ctx's error, wrapped;
-// a page the sink refuses ends it (ErrDiskFull when the disk is full). Either way the
-// progress up to the last page applied is kept.
+// already). It waits for one of Config.Concurrency slots (slots says which waiting
+// transfer a freed slot goes to). It retries a failing source (and its alternatives) with
+// backoff until ctx ends, then returns ctx's error, wrapped; a page the sink refuses ends
+// it (ErrDiskFull when the disk is full). Either way the progress up to the last page
+// applied is kept.
 func (s *Streamer) Run(ctx context.Context, j Job) error {
 	if s.cfg.Self != "" && j.Transfer.Destination != s.cfg.Self {
 		return fmt.Errorf("%w: transfer %s goes to %s, not to this node (%s)", ErrConfig, j.ID, j.Transfer.Destination, s.cfg.Self)
