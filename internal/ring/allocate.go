@@ -35,7 +35,7 @@ func widthShare(from, to Token, vnodes int) float64 {
 	if vnodes == 1 {
 		return 1
 	}
-	return float64(rangeWidth(from, to)) / math.Exp2(64)
+	return float64(rangeWidth(from, to)) / 0x1p64
 }
 
 // spread is the sum of squared deviations of the shares from their mean. It sums in node

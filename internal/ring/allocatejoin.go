@@ -121,7 +121,7 @@ func (d *draft) refine(first int) {
 				keep := removed+delta < -tol
 				if c.at >= 0 && d.live <= d.exactTies && math.Abs(removed+delta) <= tol {
 					// A tie: decide as the old allocator did, by the two rings' whole scores.
-					keep = d.wholeScore(self, c.tok) < d.wholeScore(self, old)
+					keep = d.wholeScore(self, c.tok, c.at) < d.wholeScore(self, old, at)
 				}
 				if c.at >= 0 && keep {
 					d.insert(self, c.tok, c.at, i)

@@ -63,12 +63,13 @@ func (w *walker) choose(coverable, n int) []int {
 // meets them, reading the ring only as far as asked. It reads a Ring, or the allocator's
 // draft (which reuses one walker: see draft.walkDiverse).
 type walker struct {
-	nodes  []Node
-	vnodes int // vnodes in the ring: a walk reads at most this many
-	r      *Ring
-	start  int // vnode of r the walk starts at
-	d      *draft
-	cur    int32 // next vnode of d to read
+	nodes   []Node
+	vnodes  int // vnodes in the ring: a walk reads at most this many
+	present int // nodes with tokens, at most: the walk stops when it has met them all
+	r       *Ring
+	start   int // vnode of r the walk starts at
+	d       *draft
+	cur     int32 // next vnode of d to read
 
 	next      int  // vnodes read so far
 	lastNew   int  // vnodes read when the last node was first met
@@ -78,7 +79,8 @@ type walker struct {
 }
 
 func newWalker(r *Ring, t Token) *walker {
-	return &walker{nodes: r.nodes, vnodes: len(r.vnodes), r: r, start: r.vnodeFor(t), seen: make([]bool, len(r.nodes))}
+	return &walker{nodes: r.nodes, vnodes: len(r.vnodes), present: len(r.nodes), r: r, start: r.vnodeFor(t),
+		seen: make([]bool, len(r.nodes))}
 }
 
 // read returns the node of the next vnode of the walk.
@@ -93,7 +95,7 @@ func (w *walker) read() int {
 
 // at returns the node at position p of the walk, or false when fewer nodes have tokens.
 func (w *walker) at(p int) (int, bool) {
-	for len(w.order) <= p && w.next < w.vnodes {
+	for len(w.order) <= p && w.next < w.vnodes && len(w.order) < w.present {
 		i := w.read()
 		w.next++
 		if !w.seen[i] {

@@ -17,14 +17,17 @@ import (
 // before it, found by walking backwards (maxExt bounds the walk: a few vnodes in a cluster
 // with more hosts and racks than RF). Two things reach further, and both are rare once a
 // cluster has RF hosts:
-//   - An open walk went round the whole ring without satisfying its rule (fewer hosts than
-//     RF): its replica set also depends on which nodes have tokens at all. The first token
-//     of a node, or the removal of its last, recomputes every open range. Within the ring
-//     it depends only on the vnodes up to its last choice (ext), because every rule here
-//     rejects a node by what has been chosen, which only grows along the walk.
-//   - A strategy reads one number of the whole ring: RackAware how many racks have tokens
-//     (the walk stops when each holds a replica), EngineDiverse how many roles a replica set
-//     can cover. When that changes, every range is recomputed.
+//   - A walk also stops when every node, host or rack with tokens holds a replica (as the
+//     strategy counts them: nothing more can be taken), and EngineDiverse covers as many
+//     roles as the ring allows: counts over the whole ring (globals). When one of them
+//     below RF changes (a node's first token, or the removal of its last), every range is
+//     recomputed.
+//   - An open walk went round the whole ring without satisfying its rule (an EngineDiverse
+//     walk that searched for its cover, or a RackAware one whose racks are blocked by
+//     hosts): its replica set also depends on which nodes have tokens at all. A node's
+//     first token, or the removal of its last, recomputes every open range. Within the
+//     ring it depends only on the vnodes up to its last choice (ext), because every rule
+//     here rejects a node by what has been chosen, which only grows along the walk.
 //
 // A draft is not safe for concurrent use.
 type draft struct {
@@ -32,16 +35,15 @@ type draft struct {
 	strategy Strategy
 	rf       int
 
-	nodes     []Node    // Tokens kept current for the nodes the draft adds tokens to
-	vids      [][]int32 // vids[i][k]: the vnode of nodes[i].Tokens[k], for nodes given tokens by the draft
-	index     map[NodeID]int32
-	hostNum   map[string]int32
-	rackNum   map[string]int32
-	host      []int32 // per node: its host, numbered
-	rack      []int32 // per node: its rack, numbered
-	ntok      []int32 // per node: its vnodes in the draft
-	racks     int     // racks with a node with tokens
-	coverable int     // roles a replica set can cover (EngineDiverse)
+	nodes   []Node    // Tokens kept current for the nodes the draft adds tokens to
+	vids    [][]int32 // vids[i][k]: the vnode of nodes[i].Tokens[k], for nodes given tokens by the draft
+	index   map[NodeID]int32
+	hostNum map[string]int32
+	rackNum map[string]int32
+	host    []int32 // per node: its host, numbered
+	rack    []int32 // per node: its rack, numbered
+	ntok    []int32 // per node: its vnodes in the draft
+	g       globals // over the nodes with tokens
 
 	// Vnodes by id; ids of removed vnodes are reused.
 	tok      []Token
@@ -85,14 +87,15 @@ type draft struct {
 	dHeld    []u128  // len(dNodes)*rf
 	short    bool    // a changed range has fewer than rf replicas
 	delta    float64 // the change in score
-	saved    [2]int  // racks and coverable before the change
+	saved    globals // before the change
 	base     float64 // score of the committed state, when baseOK
 	baseOK   bool
 	snap     *Ring // for strategies the draft cannot walk itself
 	gCache   struct {
-		s, delta                  int32
-		version, racks, coverable int
-		ok                        bool
+		s, delta int32
+		version  int
+		g        globals
+		ok       bool
 	}
 }
 
@@ -137,8 +140,7 @@ func (a u128) sub(b u128) u128 {
 // share is a as a share of the token space (a / 2^64).
 func (a u128) share() float64 { return float64(a.hi) + float64(a.lo)*0x1p-64 }
 
-// signedShare is share for a two's-complement difference; it is odd (-x gives -share(x)
-// exactly), which the allocator's refinement needs: see prepare.
+// signedShare is share for a two's-complement difference.
 func (a u128) signedShare() float64 {
 	if int64(a.hi) < 0 {
 		return -u128{}.sub(a).share()
@@ -283,7 +285,7 @@ func (d *draft) repsOf(v int32) []int32 {
 // recomputeAll recomputes the globals, every range's replica set and every node's held
 // token space from scratch.
 func (d *draft) recomputeAll() {
-	d.racks, d.coverable = d.globals(-1, 0)
+	d.g = d.globals(-1, 0)
 	clear(d.extCount)
 	d.maxExt = 0
 	for _, v := range d.openList {
@@ -292,10 +294,10 @@ func (d *draft) recomputeAll() {
 	d.openList = d.openList[:0]
 	clear(d.held)
 	d.total = make([]u128, d.rf)
-	for _, v := range d.widest.ids {
-		d.widest.pos[v] = -1
+	for _, e := range d.widest.heap {
+		d.widest.pos[e.v] = -1
 	}
-	d.widest.ids = d.widest.ids[:0]
+	d.widest.heap = d.widest.heap[:0]
 	d.snap = nil
 	if d.live == 0 {
 		return
@@ -308,7 +310,7 @@ func (d *draft) recomputeAll() {
 			out[k] = -1
 		}
 		d.setExt(v, ext, open)
-		d.addHeld(out[:n], d.width(v), false)
+		d.addHeld(out[:n], d.width(v))
 		d.widest.push(v)
 		v = d.nxt[v]
 	}
@@ -316,38 +318,51 @@ func (d *draft) recomputeAll() {
 	d.version++
 }
 
-// globals returns how many racks have nodes with tokens and how many roles a replica set
-// can cover, when node s (if not -1) gains (delta 1) or loses (-1) its tokens.
-func (d *draft) globals(s int32, delta int32) (racks, coverable int) {
-	present := func(i int) bool { return d.ntok[i] > 0 && int32(i) != s || int32(i) == s && delta > 0 }
-	seen := make([]bool, len(d.rackNum))
+// globals are the counts over the nodes with tokens that walks read: a walk stops when
+// every node, host or rack (as its strategy counts) holds a replica, since it can take
+// nothing more, and EngineDiverse covers as many roles as the ring allows.
+type globals struct{ nodes, hosts, racks, coverable int }
+
+// globals returns the globals when node s (if not -1) gains (delta 1) or loses (-1) its
+// tokens.
+func (d *draft) globals(s int32, delta int32) globals {
+	var g globals
+	hosts, racks := make([]bool, len(d.hostNum)), make([]bool, len(d.rackNum))
 	var nodes []Node
 	for i, n := range d.nodes {
-		if !present(i) {
+		if d.ntok[i] == 0 && int32(i) != s || int32(i) == s && delta < 0 {
 			continue
 		}
-		if !seen[d.rack[i]] {
-			seen[d.rack[i]] = true
-			racks++
+		g.nodes++
+		if !hosts[d.host[i]] {
+			hosts[d.host[i]] = true
+			g.hosts++
 		}
-		if d.kind == diversePlacement || d.kind == otherPlacement {
-			nodes = append(nodes, n)
+		if !racks[d.rack[i]] {
+			racks[d.rack[i]] = true
+			g.racks++
 		}
+		nodes = append(nodes, n)
 	}
 	if d.kind == diversePlacement || d.kind == otherPlacement {
-		coverable = coverableRoles(nodes)
+		g.coverable = coverableRoles(nodes)
 	}
-	return racks, coverable
+	return g
 }
 
-// globalsMatter reports whether the strategy's walks read differently with racks and
-// coverable than with the draft's.
-func (d *draft) globalsMatter(racks, coverable int) bool {
+// globalsMatter reports whether the strategy's walks read differently with g than with the
+// draft's globals: only counts below rf stop a walk.
+func (d *draft) globalsMatter(g globals) bool {
+	differ := func(a, b int) bool { return min(d.rf, a) != min(d.rf, b) }
 	switch d.kind {
+	case simplePlacement:
+		return differ(g.nodes, d.g.nodes)
+	case hostPlacement:
+		return differ(g.hosts, d.g.hosts)
 	case rackPlacement:
-		return min(d.rf, racks) != min(d.rf, d.racks)
+		return differ(g.racks, d.g.racks) || differ(g.hosts, d.g.hosts)
 	case diversePlacement:
-		return min(d.rf, coverable) != min(d.rf, d.coverable)
+		return differ(g.coverable, d.g.coverable)
 	}
 	return false
 }
@@ -380,17 +395,13 @@ func (d *draft) clearExt(v int32) {
 	}
 }
 
-// addHeld adds (or takes away) width w for each replica of a range at each level it counts
-// at (the replica at position p counts among the first l+1 for every l >= p).
-func (d *draft) addHeld(reps []int32, w u128, sub bool) {
+// addHeld adds width w for each replica of a range at each level it counts at (the replica
+// at position p counts among the first l+1 for every l >= p).
+func (d *draft) addHeld(reps []int32, w u128) {
 	for p, i := range reps {
 		for l := p; l < d.rf; l++ {
 			h := &d.held[int(i)*d.rf+l]
-			if sub {
-				*h, d.total[l] = h.sub(w), d.total[l].sub(w)
-			} else {
-				*h, d.total[l] = h.add(w), d.total[l].add(w)
-			}
+			*h, d.total[l] = h.add(w), d.total[l].add(w)
 		}
 	}
 }

@@ -80,8 +80,8 @@ func checkDraft(d *draft) error {
 			return fmt.Errorf("%d ranges of extent %d, counted %d", c, e, d.extCount[e])
 		}
 	}
-	if racks, coverable := d.globals(-1, 0); racks != d.racks || d.kind == diversePlacement && coverable != d.coverable || d.kind == diversePlacement && coverable != r.coverable {
-		return fmt.Errorf("globals %d racks, %d roles; kept %d, %d", racks, coverable, d.racks, d.coverable)
+	if g := d.globals(-1, 0); g != d.g || d.kind == diversePlacement && g.coverable != r.coverable {
+		return fmt.Errorf("globals %+v, kept %+v", g, d.g)
 	}
 	var got []Token
 	for _, c := range d.midpoints(allocCandidates, nil) {
@@ -130,8 +130,9 @@ func randomPoint(d *draft, at int32, rng *rand.Rand) (Token, bool) {
 // clusters (hosts, racks and engine roles at random, some nodes sharing hosts, a few with
 // no tokens yet) under every strategy (and one the draft does not know) and RF 1 to 4,
 // random tokens are tried (the change in score must equal the difference of the old
-// allocator's scores of the two Rings, within floating-point noise, and the draft must be
-// left as it was), inserted and taken out again, and after each change every range's
+// allocator's scores of the two Rings, within floating-point noise, the score computed
+// whole on the draft must equal them bit for bit, and the draft must be left as it was),
+// inserted and taken out again, and after each change every range's
 // replica set, every node's held token space, the widest ranges and the extents are
 // checked against the Ring built from the draft's nodes. Randomized; KURA_SEED repeats a
 // run.
@@ -202,8 +203,15 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 				continue
 			}
 			delta := d.try(i, tok, at)
-			if want := refScore(withToken(d.nodes, i, tok), s, rf, join) - before; math.Abs(delta-want) > 1e-12 {
+			after := refScore(withToken(d.nodes, i, tok), s, rf, join)
+			if want := after - before; math.Abs(delta-want) > 1e-12 {
 				fail("step %d: token %d for %s would change the score by %g, from scratch %g", step, tok, d.nodes[i].ID, delta, want)
+			}
+			if whole := d.wholeScore(i, tok, at); whole != after {
+				fail("step %d: token %d for %s: score computed whole on the draft %v, on the Ring %v (must round the same)", step, tok, d.nodes[i].ID, whole, after)
+			}
+			if whole := d.wholeScore(-1, 0, -1); whole != before {
+				fail("step %d: score computed whole on the draft %v, on the Ring %v (must round the same)", step, whole, before)
 			}
 			if err := checkDraft(d); err != nil {
 				fail("step %d: after trying token %d for %s: %v", step, tok, d.nodes[i].ID, err)
@@ -222,4 +230,11 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 		}
 	}
 	t.Logf("%v", counts)
+}
+
+// withToken returns nodes with t added to node i's tokens.
+func withToken(nodes []Node, i int32, t Token) []Node {
+	out := slices.Clone(nodes)
+	out[i].Tokens = append(slices.Clone(out[i].Tokens), t)
+	return out
 }

@@ -1,6 +1,10 @@
 package ring
 
-import "math"
+import (
+	"math"
+	"slices"
+	"strings"
+)
 
 // Choosing among candidate tokens, and ties.
 //
@@ -22,10 +26,11 @@ import "math"
 const tieTolerance = 1e-12
 
 // exactTieVnodes is the largest ring on which ties are broken as the old allocator broke
-// them. Scoring a ring whole costs about a microsecond a vnode, and ties are common on the
-// small, evenly spaced rings of a new cluster: a tie of 64 candidates on 4,096 vnodes costs
-// about a third of a second.
-const exactTieVnodes = 4096
+// them: 64 nodes at the default 16 tokens. Scoring a ring whole takes a pass over every
+// range, and ties are common on the small, evenly spaced rings of a new cluster: growing a
+// cluster of 256 tokens a node takes about 0.1 s a node while the ring is this small, 0.02 s
+// past it.
+const exactTieVnodes = 1024
 
 // tieScale is what tieTolerance is a fraction of, for a ring of score s and n nodes.
 func tieScale(s float64, n int) float64 { return s + 1/float64(n*n) }
@@ -85,35 +90,99 @@ func (d *draft) breakTie(s int32, cands []cand, best int, tol float64) int {
 		if delta > d.deltas[best]+tol {
 			continue
 		}
-		if score := d.wholeScore(s, cands[k].tok); score < keepScore {
+		if score := d.wholeScore(s, cands[k].tok, cands[k].at); score < keepScore {
 			keep, keepScore = k, score
 		}
 	}
 	return keep
 }
 
-// wholeScore is the score of the draft's ring with token t added to node s (none when s is
-// -1), computed whole as the old allocator computed it: joinScore, or the spread of
-// ReplicatedOwnership.
-func (d *draft) wholeScore(s int32, t Token) float64 {
-	nodes := d.nodes
+// wholeScore is the score of the draft's ring with token t added to node s before vnode at
+// (nothing added when s is -1), computed as the old allocator computed it on a Ring
+// (joinScore, or the spread of ReplicatedOwnership): the same floating-point operations in
+// the same order, so that it rounds the same, but from the replica sets the draft keeps.
+func (d *draft) wholeScore(s int32, t Token, at int32) float64 {
 	if s >= 0 {
-		nodes = withToken(d.nodes, s, t)
+		x, _ := d.prepareInsert(s, t, at)
+		defer d.abortInsert(s, x)
+	} else {
+		d.end()
+		d.epoch++ // no vnode is marked changed
 	}
-	r, err := New(nodes)
-	if err != nil {
-		panic("ring: balanced allocation built an invalid ring: " + err.Error()) // tokens are chosen distinct
+	first := d.head // the vnode of the smallest token: the Ring's first
+	for v, k := d.nxt[d.head], 1; k < d.live; v, k = d.nxt[v], k+1 {
+		if d.tok[v] < d.tok[first] {
+			first = v
+		}
 	}
 	if d.join {
-		return joinScore(r, d.strategy, d.rf)
+		return d.wholeJoinScore(first)
 	}
-	return spread(ReplicatedOwnership(r, d.strategy, d.rf))
+	return d.wholeSpread(first)
 }
 
-// withToken returns nodes with t added to node i's tokens.
-func withToken(nodes []Node, i int32, t Token) []Node {
-	out := make([]Node, len(nodes))
-	copy(out, nodes)
-	out[i].Tokens = append(append(make([]Token, 0, len(out[i].Tokens)+1), out[i].Tokens...), t)
-	return out
+// repsNow is the replica set of the range ending at v with the prepared change.
+func (d *draft) repsNow(v int32) []int32 {
+	if d.mark[v] == d.epoch {
+		c := d.chgPos[v]
+		return d.newReps[int(c)*d.rf : int(c)*d.rf+d.chg[c].n]
+	}
+	return d.repsOf(v)
+}
+
+// wholeJoinScore is joinScore, reading the ranges from vnode first on.
+func (d *draft) wholeJoinScore(first int32) float64 {
+	rf := d.rf
+	held := make([][]float64, rf)
+	totals := make([]float64, rf)
+	for l := range held {
+		held[l] = make([]float64, len(d.nodes))
+	}
+	for v, k := first, 0; k < d.live; v, k = d.nxt[v], k+1 {
+		w := widthShare(d.tok[d.prv[v]], d.tok[v], d.live)
+		for j, i := range d.repsNow(v) {
+			for l := j; l < rf; l++ {
+				held[l][i] += w
+				totals[l] += w
+			}
+		}
+	}
+	score := 0.0
+	for l, h := range held {
+		weight := 0.1
+		if l == rf-1 {
+			weight = 1
+		}
+		mean := 1 / float64(len(h))
+		for _, x := range h {
+			dev := x/totals[l] - mean
+			score += weight * dev * dev
+		}
+	}
+	return score
+}
+
+// wholeSpread is spread(ReplicatedOwnership), reading the ranges from vnode first on.
+func (d *draft) wholeSpread(first int32) float64 {
+	out := make([]float64, len(d.nodes))
+	total := 0.0
+	for v, k := first, 0; k < d.live; v, k = d.nxt[v], k+1 {
+		w := widthShare(d.tok[d.prv[v]], d.tok[v], d.live)
+		for _, i := range d.repsNow(v) {
+			out[i] += w
+			total += w
+		}
+	}
+	byID := make([]int, len(d.nodes))
+	for i := range byID {
+		byID[i] = i
+	}
+	slices.SortFunc(byID, func(a, b int) int { return strings.Compare(string(d.nodes[a].ID), string(d.nodes[b].ID)) })
+	mean := 1 / float64(len(out))
+	score := 0.0
+	for _, i := range byID {
+		v := out[i] / total
+		score += (v - mean) * (v - mean)
+	}
+	return score
 }

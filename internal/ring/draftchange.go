@@ -97,7 +97,7 @@ func (d *draft) prepareInsert(s int32, t Token, at int32) (int32, float64) {
 func (d *draft) abortInsert(s int32, x int32) {
 	d.unlink(x)
 	if d.presence {
-		d.racks, d.coverable = d.saved[0], d.saved[1]
+		d.g = d.saved
 	}
 	d.end()
 }
@@ -110,21 +110,20 @@ func (d *draft) begin(presence bool, s int32, delta int32) {
 	d.presence, d.short = presence, false
 	d.all = d.kind == otherPlacement
 	if presence {
-		racks, coverable := d.globalsCached(s, delta)
-		d.all = d.all || d.globalsMatter(racks, coverable)
-		d.saved = [2]int{d.racks, d.coverable}
-		d.racks, d.coverable = racks, coverable
+		g := d.globalsCached(s, delta)
+		d.all = d.all || d.globalsMatter(g)
+		d.saved, d.g = d.g, g
 	}
 }
 
 // globalsCached is globals, remembered until the next commit: every candidate token of a
 // node's first asks the same.
-func (d *draft) globalsCached(s int32, delta int32) (int, int) {
+func (d *draft) globalsCached(s int32, delta int32) globals {
 	if c := &d.gCache; !c.ok || c.s != s || c.delta != delta || c.version != d.version {
-		c.racks, c.coverable = d.globals(s, delta)
+		c.g = d.globals(s, delta)
 		c.s, c.delta, c.version, c.ok = s, delta, d.version, true
 	}
-	return d.gCache.racks, d.gCache.coverable
+	return d.gCache.g
 }
 
 // end forgets the scratch of the last change.
@@ -169,10 +168,10 @@ func (d *draft) finish() float64 {
 		var old []int32
 		if c.hasOld {
 			old = d.repsOf(c.v)
-			d.accum(old, c.oldW, true)
 			d.short = d.short || len(old) < rf
 		}
 		if !c.hasNew {
+			d.accum(old, u128{}.sub(c.oldW))
 			continue
 		}
 		c.newW = d.width(c.v)
@@ -181,15 +180,24 @@ func (d *draft) finish() float64 {
 		} else {
 			c.n = copy(out, old)
 		}
-		d.accum(out[:c.n], c.newW, false)
 		d.short = d.short || c.n < rf
+		if c.hasOld && slices.Equal(old, out[:c.n]) {
+			if c.newW != c.oldW { // the same replicas: only the width moves
+				d.accum(old, c.newW.sub(c.oldW))
+			}
+			continue
+		}
+		if c.hasOld {
+			d.accum(old, u128{}.sub(c.oldW))
+		}
+		d.accum(out[:c.n], c.newW)
 	}
-	d.delta = d.deltaScore()
-	return d.delta
+	return d.deltaScore()
 }
 
-// accum adds (or takes away) width w for each replica at each level it counts at.
-func (d *draft) accum(reps []int32, w u128, sub bool) {
+// accum adds w (a two's-complement difference) to what each replica holds at each level it
+// counts at.
+func (d *draft) accum(reps []int32, w u128) {
 	rf := d.rf
 	for p, i := range reps {
 		sl := d.slot[i]
@@ -199,13 +207,9 @@ func (d *draft) accum(reps []int32, w u128, sub bool) {
 			d.dNodes = append(d.dNodes, i)
 			d.dHeld = append(d.dHeld, make([]u128, rf)...)
 		}
+		h := d.dHeld[int(sl)*rf : int(sl+1)*rf]
 		for l := p; l < rf; l++ {
-			h := &d.dHeld[int(sl)*rf+l]
-			if sub {
-				*h = h.sub(w)
-			} else {
-				*h = h.add(w)
-			}
+			h[l] = h[l].add(w)
 		}
 	}
 }
@@ -215,15 +219,12 @@ func (d *draft) accum(reps []int32, w u128, sub bool) {
 // When every touched range has rf replicas before and after, each level's total is
 // unchanged (the widths only move between ranges), so the score, the sum over levels of
 // weight/total^2 times the sum of the squares of what nodes hold (less a constant), changes
-// by weight/total^2 times the sum over changed nodes of (h'-h)(h'+h). Summing those terms in
-// node order makes taking a token out and putting it back give changes that are exact
-// negatives, so that refinement never takes the ring it started from for an improvement.
-// Otherwise the score is computed whole.
+// by weight/total^2 times the sum over changed nodes of (h'-h)(h'+h): exact differences,
+// rounded once each. Otherwise the score is computed from every node's holdings.
 func (d *draft) deltaScore() float64 {
 	if d.short {
 		return d.score(true) - d.baseScore()
 	}
-	slices.Sort(d.dNodes)
 	rf := d.rf
 	delta := 0.0
 	for l, w := range d.weights {

@@ -12,9 +12,9 @@ package ring
 func (d *draft) walkFrom(v int32, out []int32) (n int, ext int32, open bool) {
 	switch d.kind {
 	case simplePlacement:
-		return d.walkDistinct(v, out, false)
+		return d.walkDistinct(v, out, false, d.g.nodes)
 	case hostPlacement:
-		return d.walkDistinct(v, out, true)
+		return d.walkDistinct(v, out, true, d.g.hosts)
 	case rackPlacement:
 		return d.walkRacks(v, out)
 	case diversePlacement:
@@ -24,8 +24,8 @@ func (d *draft) walkFrom(v int32, out []int32) (n int, ext int32, open bool) {
 }
 
 // walkDistinct takes each node not chosen yet (byHost: on a host not chosen yet) until rf
-// are chosen: Simple and HostAware.
-func (d *draft) walkDistinct(v int32, out []int32, byHost bool) (int, int32, bool) {
+// are chosen or all there are (there, nodes or hosts with tokens): Simple and HostAware.
+func (d *draft) walkDistinct(v int32, out []int32, byHost bool, there int) (int, int32, bool) {
 	n, ext := 0, int32(0)
 	for k := range d.live {
 		i := d.own[v]
@@ -39,7 +39,7 @@ func (d *draft) walkDistinct(v int32, out []int32, byHost bool) (int, int32, boo
 		if !taken {
 			out[n], ext = i, int32(k+1)
 			n++
-			if n == d.rf {
+			if n == d.rf || n == there {
 				return n, ext, false
 			}
 		}
@@ -49,8 +49,8 @@ func (d *draft) walkDistinct(v int32, out []int32, byHost bool) (int, int32, boo
 }
 
 // walkRacks is RackAware: nodes on racks and hosts not chosen yet, until rf are chosen or
-// every rack with tokens holds one (nothing more can be taken: the walk stops there);
-// then, walking again, nodes on hosts not chosen yet.
+// every rack with tokens holds one; then, walking again, nodes on hosts not chosen yet,
+// until rf are chosen or every host with tokens holds one.
 func (d *draft) walkRacks(v int32, out []int32) (int, int32, bool) {
 	n, ext, open := 0, int32(0), true
 	start := v
@@ -62,12 +62,15 @@ func (d *draft) walkRacks(v int32, out []int32) (int, int32, bool) {
 			if n == d.rf {
 				return n, ext, false
 			}
-			if n == d.racks {
+			if n == d.g.racks {
 				open = false
 				break
 			}
 		}
 		v = d.nxt[v]
+	}
+	if n == d.g.hosts {
+		return n, ext, open
 	}
 	v = start
 	for k := range d.live {
@@ -75,7 +78,7 @@ func (d *draft) walkRacks(v int32, out []int32) (int, int32, bool) {
 		if !d.chosenOn(out[:n], i, false) {
 			out[n], ext = i, max(ext, int32(k+1))
 			n++
-			if n == d.rf {
+			if n == d.rf || n == d.g.hosts {
 				return n, ext, open
 			}
 		}
@@ -103,9 +106,9 @@ func (d *draft) walkDiverse(v int32, out []int32) (int, int32, bool) {
 	for len(w.seen) < len(d.nodes) {
 		w.seen = append(w.seen, false)
 	}
-	w.nodes, w.vnodes, w.cur = d.nodes, d.live, v
+	w.nodes, w.vnodes, w.present, w.cur = d.nodes, d.live, d.g.nodes, v
 	w.next, w.lastNew, w.exhausted, w.order = 0, 0, false, w.order[:0]
-	chosen := w.choose(d.coverable, d.rf)
+	chosen := w.choose(d.g.coverable, d.rf)
 	for k, p := range chosen {
 		out[k] = int32(w.order[p])
 	}
@@ -127,7 +130,7 @@ func (d *draft) walkOther(v int32, out []int32) (int, int32, bool) {
 
 // snapshot builds a Ring of the draft's vnodes as they are linked now.
 func (d *draft) snapshot() *Ring {
-	r := &Ring{nodes: d.nodes, vnodes: make([]vnode, 0, d.live), coverable: d.coverable}
+	r := &Ring{nodes: d.nodes, vnodes: make([]vnode, 0, d.live), coverable: d.g.coverable}
 	first := d.head // the vnode of the smallest token
 	for v, k := d.head, 0; k < d.live; v, k = d.nxt[v], k+1 {
 		if d.tok[v] < d.tok[first] {

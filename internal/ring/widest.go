@@ -4,13 +4,20 @@ import "math"
 
 // widest keeps the draft's ranges (by the vnode ending each) in a binary heap, widest
 // first and, among equally wide ones, the lower midpoint first: the order in which the
-// balanced allocator tries splitting them. A range's key is computed from the draft when
-// compared, so a caller that changes a range's width calls fix.
+// balanced allocator tries splitting them. Each entry holds its range's key, so comparing
+// reads no vnode; a caller that changes a range's width calls fix.
 type widest struct {
-	d   *draft
-	ids []int32 // the heap
-	pos []int32 // by vnode: its index in ids, -1
-	aux []int32 // scratch of top
+	d    *draft
+	heap []wentry
+	pos  []int32 // by vnode: its index in heap, -1
+	aux  []int32 // scratch of top
+}
+
+// wentry is a range in the heap: its end vnode, width and midpoint.
+type wentry struct {
+	w   uint64
+	mid Token
+	v   int32
 }
 
 // key is the width of the range ending at v (a lone vnode's counts as the largest) and its
@@ -25,24 +32,24 @@ func (h *widest) key(v int32) (uint64, Token) {
 	return w, Token(uint64(start) + w/2)
 }
 
-func (h *widest) less(a, b int32) bool {
-	wa, ma := h.key(a)
-	wb, mb := h.key(b)
-	if wa != wb {
-		return wa > wb
+// less orders heap entries i and j.
+func (h *widest) less(i, j int32) bool {
+	a, b := &h.heap[i], &h.heap[j]
+	if a.w != b.w {
+		return a.w > b.w
 	}
-	return ma < mb
+	return a.mid < b.mid
 }
 
 func (h *widest) swap(i, j int) {
-	h.ids[i], h.ids[j] = h.ids[j], h.ids[i]
-	h.pos[h.ids[i]], h.pos[h.ids[j]] = int32(i), int32(j)
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.pos[h.heap[i].v], h.pos[h.heap[j].v] = int32(i), int32(j)
 }
 
 func (h *widest) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.ids[i], h.ids[p]) {
+		if !h.less(int32(i), int32(p)) {
 			return
 		}
 		h.swap(i, p)
@@ -53,13 +60,13 @@ func (h *widest) up(i int) {
 func (h *widest) down(i int) {
 	for {
 		c := 2*i + 1
-		if c >= len(h.ids) {
+		if c >= len(h.heap) {
 			return
 		}
-		if c+1 < len(h.ids) && h.less(h.ids[c+1], h.ids[c]) {
+		if c+1 < len(h.heap) && h.less(int32(c+1), int32(c)) {
 			c++
 		}
-		if !h.less(h.ids[c], h.ids[i]) {
+		if !h.less(int32(c), int32(i)) {
 			return
 		}
 		h.swap(i, c)
@@ -68,51 +75,54 @@ func (h *widest) down(i int) {
 }
 
 func (h *widest) push(v int32) {
-	h.pos[v] = int32(len(h.ids))
-	h.ids = append(h.ids, v)
-	h.up(len(h.ids) - 1)
+	w, mid := h.key(v)
+	h.pos[v] = int32(len(h.heap))
+	h.heap = append(h.heap, wentry{w, mid, v})
+	h.up(len(h.heap) - 1)
 }
 
 func (h *widest) remove(v int32) {
 	i := int(h.pos[v])
-	last := len(h.ids) - 1
+	last := len(h.heap) - 1
 	h.swap(i, last)
-	h.ids = h.ids[:last]
+	h.heap = h.heap[:last]
 	h.pos[v] = -1
 	if i < last {
-		h.fix(h.ids[i])
+		moved := h.heap[i].v
+		h.up(i)
+		h.down(int(h.pos[moved]))
 	}
 }
 
 // fix restores the order after the width of the range ending at v changed.
 func (h *widest) fix(v int32) {
 	i := int(h.pos[v])
+	h.heap[i].w, h.heap[i].mid = h.key(v)
 	h.up(i)
 	h.down(int(h.pos[v]))
 }
 
 // top appends the k widest ranges to out, widest first, without changing the heap: a
 // best-first walk of the heap's tree with a small heap of its frontier (aux, positions in
-// ids), O(k log k).
+// heap), O(k log k).
 func (h *widest) top(k int, out []int32) []int32 {
-	if len(h.ids) == 0 {
+	if len(h.heap) == 0 {
 		return out
 	}
-	lessAt := func(a, b int32) bool { return h.less(h.ids[a], h.ids[b]) }
 	aux := append(h.aux[:0], 0)
 	for len(aux) > 0 && k > 0 {
 		p := aux[0]
-		out = append(out, h.ids[p])
+		out = append(out, h.heap[p].v)
 		k--
 		// Pop p, then push its children.
 		last := len(aux) - 1
 		aux[0] = aux[last]
 		aux = aux[:last]
-		siftDown(aux, 0, lessAt)
-		for _, c := range []int32{2*p + 1, 2*p + 2} {
-			if int(c) < len(h.ids) {
+		siftDown(aux, 0, h.less)
+		for _, c := range [2]int32{2*p + 1, 2*p + 2} {
+			if int(c) < len(h.heap) {
 				aux = append(aux, c)
-				siftUp(aux, len(aux)-1, lessAt)
+				siftUp(aux, len(aux)-1, h.less)
 			}
 		}
 	}
