@@ -87,13 +87,22 @@ type Reservation struct {
 // A destination reserves a page's bytes when it asks for the page, so that the page's
 // time under the source's send limit and under its own receive limit overlap, as a byte on
 // a link counts against both ends at once; waiting for one limit and then the other would
-// halve the rate of a transfer limited at both ends. Settle or Cancel it. A nil Limiter
-// reserves nothing.
+// halve the rate of a transfer limited at both ends. It reserves at most half a second
+// of the limit; Settle waits for the rest of a larger page. Settle or Cancel it. A nil or
+// unlimited Limiter reserves nothing and never waits; n of 0 reserves nothing, and Settle
+// then waits for the page's whole size.
 func (l *Limiter) Reserve(n int) Reservation {
-	if l == nil || n <= 0 || l.Limit() == 0 {
+	if l == nil || l.Limit() == 0 {
 		return Reservation{}
 	}
 	now := time.Now()
+	if n <= 0 {
+		return Reservation{l: l, due: now} // Settle waits for the whole page
+	}
+	// At most half a second of the limit: a page shorter than its reservation leaves the
+	// rest paid for, held from everyone else until its time passes (credit gets back up to
+	// a second of it), so an estimate too large must not cost more than that.
+	n = min(n, int(max(l.Limit()/2, int64(l.l.Burst()))))
 	r := Reservation{l: l, n: n, due: now}
 	for left := n - l.takeCredit(n); left > 0; {
 		c := min(left, l.l.Burst())

@@ -65,7 +65,8 @@ func TestLimiterPacesSharedWaits(t *testing.T) {
 // A reservation takes its bytes when made and is due when the limit has passed them, so a
 // page's time under the receive limit runs while the source paces it; a page smaller than
 // its reservation leaves the difference as credit, which the next reservation or wait
-// takes first; a cancelled reservation is credit too, up to a second at the limit.
+// takes first; a cancelled reservation is credit too, up to a second at the limit; a
+// reservation covers at most half a second.
 func TestReservationRunsAheadAndKeepsCredit(t *testing.T) {
 	const limit = 1 << 20
 	l := NewLimiter(limit)
@@ -100,11 +101,12 @@ func TestReservationRunsAheadAndKeepsCredit(t *testing.T) {
 	if l.credit != 64<<10 {
 		t.Fatalf("credit %d after a cancelled reservation of 64 KiB (with 8 KiB before), want %d", l.credit, 64<<10)
 	}
-	for range 20 {
-		l.Reserve(1 << 20).Cancel()
+	if r := l.Reserve(4 << 20); r.n != limit/2 {
+		t.Fatalf("a reservation of 4 MiB under 1 MiB/s took %d, want half a second of the limit (%d)", r.n, limit/2)
 	}
+	l.addCredit(1 << 30)
 	if l.credit != limit {
-		t.Fatalf("credit %d after many cancelled reservations, want it capped at a second (%d)", l.credit, limit)
+		t.Fatalf("credit %d after 1 GiB given back, want it capped at a second (%d)", l.credit, limit)
 	}
 	unlimited := NewLimiter(0)
 	if err := unlimited.Reserve(1<<30).Settle(ctx, 1<<30); err != nil || unlimited.credit != 0 {

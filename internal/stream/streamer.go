@@ -257,7 +257,11 @@ func (s *Streamer) copyRange(ctx context.Context, j Job, t *transfer, src *sourc
 	if rec.Keys[i].Next != nil {
 		lo = rec.Keys[i].Next
 	}
-	ahead := s.cfg.PageBytes // what the next page is expected to take: the last page's size
+	// What the next page is expected to take, reserved when it is asked: the last page's
+	// size; for the first, the transfer's planned bytes up to a page, or nothing when the
+	// plan has no estimate (the page then waits for the limit once it is in). A
+	// reservation much larger than its page would hold the receive limit for nothing.
+	ahead := int(min(max(j.Transfer.Bytes, 0), int64(s.cfg.PageBytes)))
 	for {
 		id := src.current()
 		s.setSource(t, id)
