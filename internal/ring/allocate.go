@@ -121,7 +121,8 @@ func BalancedTokens(ring *Ring, node Node, numTokens int, strategy Strategy, rf 
 // most exactTies vnodes (see exactTieVnodes).
 func balancedTokens(ring *Ring, node Node, numTokens int, strategy Strategy, rf int, exactTies int) []Token {
 	d := newDraft(ring, []Node{node}, strategy, rf)
-	d.weights, d.join, d.exactTies = spreadWeights(rf), false, exactTies
+	d.setWeights(false)
+	d.exactTies = exactTies
 	self := int32(len(d.nodes) - 1)
 	var cands []cand
 	for range numTokens {

@@ -50,7 +50,8 @@ func NewAllocator(ring *Ring, strategy Strategy, rf int) *Allocator {
 // exactTies vnodes (see exactTieVnodes).
 func newAllocator(ring *Ring, strategy Strategy, rf int, exactTies int) *Allocator {
 	d := newDraft(ring, nil, strategy, rf)
-	d.weights, d.join, d.exactTies = joinWeights(rf), true, exactTies
+	d.setWeights(true)
+	d.exactTies = exactTies
 	return &Allocator{d: d}
 }
 
@@ -58,6 +59,7 @@ func newAllocator(ring *Ring, strategy Strategy, rf int, exactTies int) *Allocat
 // joiners with them and returns them in joiners' order. A joiner's ID must be new.
 func (a *Allocator) Join(joiners []Node, numTokens int, rng *rand.Rand) [][]Token {
 	d := a.d
+	d.cache.reset() // no later join asks about earlier joiners' candidates
 	first := len(d.nodes)
 	fresh := d.live == 0
 	for _, j := range joiners {

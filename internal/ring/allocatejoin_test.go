@@ -140,6 +140,7 @@ func sameTokens(a, b [][]Token) bool {
 // the tokens of the old allocator made to keep the first of equals. Randomized; KURA_SEED
 // repeats a run.
 func TestBalancedAllocatorChoosesTheOldAllocatorsTokens(t *testing.T) {
+	checkingCache(t)
 	rng := testRNG(t)
 	for trial := range 12 {
 		s := benchStrategies[trial%len(benchStrategies)]
@@ -193,6 +194,7 @@ func growRing(n, numTokens, racks int, s Strategy, rf int, rng *rand.Rand) *Ring
 // against the old allocator), how many tokens differ and what that does to balance are
 // logged.
 func TestTenJoinersGetTheOldAllocatorsTokens(t *testing.T) {
+	checkingCache(t)
 	rng := testRNG(t)
 	const n, numTokens, racks, rf = 20, 6, 25, 3
 	for _, s := range []Strategy{RackAware{}, HostAware{}} {

@@ -61,18 +61,22 @@ type draft struct {
 	openList []int32 // the open ranges
 	openPos  []int32 // by vnode: index in openList, -1
 
-	held  []u128 // node*rf + l: the token space node holds among the first l+1 replicas
-	total []u128 // per l: held summed over nodes
+	held  []u128    // node*rf + l: the token space node holds among the first l+1 replicas
+	heldF []float64 // held as shares
+	total []u128    // per l: held summed over nodes
 
 	widest widest
 	topBuf []int32
 	walk   walker // reused by EngineDiverse walks
 
-	weights   []float64 // the score's weight of each level (joinScore's, or spread's: the last only)
-	join      bool      // the score is joinScore (else the spread of ReplicatedOwnership)
-	exactTies int       // the largest ring on which ties are broken as the old allocator did
-	deltas    []float64 // scratch of bestDelta
-	version   int       // commits so far
+	weights    []float64 // the score's weight of each level (joinScore's, or spread's: the last only)
+	levelF     []float64 // per level: its weight / its total^2 (see changeScore)
+	cache      evalCache // candidate evaluations: see draftcache.go
+	checkCache bool      // tests: compare every cache hit with a fresh evaluation
+	join       bool      // the score is joinScore (else the spread of ReplicatedOwnership)
+	exactTies  int       // the largest ring on which ties are broken as the old allocator did
+	deltas     []float64 // scratch of bestDelta
+	version    int       // commits so far
 
 	// Scratch of one change (prepare, then commit or abort).
 	presence bool // a node gains its first token or loses its last
@@ -82,14 +86,24 @@ type draft struct {
 	newReps  []int32 // rf per change
 	mark     []uint32
 	epoch    uint32
-	slot     []int32 // per node: its index in dNodes, -1
-	dNodes   []int32 // nodes whose held changes
-	dHeld    []u128  // len(dNodes)*rf
-	short    bool    // a changed range has fewer than rf replicas
-	delta    float64 // the change in score
-	saved    globals // before the change
-	base     float64 // score of the committed state, when baseOK
+	slot     []int32   // per node: its index in dNodes, -1
+	dNodes   []int32   // nodes whose held changes
+	dHeld    []u128    // len(dNodes)*rf
+	dShares  []float64 // dHeld as shares
+	short    bool      // a changed range has fewer than rf replicas
+	delta    float64   // the change in score
+	saved    globals   // before the change
+	base     float64   // score of the committed state, when baseOK
 	baseOK   bool
+	walkEnd  int32 // the furthest vnode the last walk read
+	spanAt   int32 // the vnode the change is before (or after the removed one)
+	spanLo   Token // the change read the ranges in (spanLo, spanHi]
+	spanHi   Token
+	spanLoV  int32 // the vnodes of spanLo and spanHi
+	spanHiV  int32
+	spanBack int32 // vnodes from spanLoV to spanAt, at most
+	spanFwd  int32 // vnodes from spanAt to spanHiV, at most
+	spanAll  bool  // or more of the ring than that
 	snap     *Ring // for strategies the draft cannot walk itself
 	gCache   struct {
 		s, delta int32
@@ -151,7 +165,8 @@ func (a u128) signedShare() float64 {
 // newDraft copies r (nil: no tokens yet) and appends joiners without tokens.
 func newDraft(r *Ring, joiners []Node, strategy Strategy, rf int) *draft {
 	d := &draft{strategy: strategy, rf: rf, head: -1, index: map[NodeID]int32{},
-		hostNum: map[string]int32{}, rackNum: map[string]int32{}}
+		hostNum: map[string]int32{}, rackNum: map[string]int32{}, checkCache: verifyCache}
+	d.cache.gen = 1
 	switch strategy.(type) {
 	case Simple:
 		d.kind = simplePlacement
@@ -200,6 +215,7 @@ func (d *draft) addNode(n Node) {
 	d.ntok = append(d.ntok, 0)
 	d.slot = append(d.slot, -1)
 	d.held = append(d.held, make([]u128, d.rf)...)
+	d.heldF = append(d.heldF, make([]float64, d.rf)...)
 	d.baseOK = false // the mean share changed
 }
 
@@ -227,6 +243,7 @@ func (d *draft) alloc() int32 {
 	d.ext, d.open = append(d.ext, 0), append(d.open, false)
 	d.openPos, d.mark, d.chgPos = append(d.openPos, -1), append(d.mark, 0), append(d.chgPos, 0)
 	d.widest.pos = append(d.widest.pos, -1)
+	d.cache.grow(x)
 	return x
 }
 
@@ -286,6 +303,7 @@ func (d *draft) repsOf(v int32) []int32 {
 // token space from scratch.
 func (d *draft) recomputeAll() {
 	d.g = d.globals(-1, 0)
+	d.cache.reset()
 	clear(d.extCount)
 	d.maxExt = 0
 	for _, v := range d.openList {
@@ -314,8 +332,35 @@ func (d *draft) recomputeAll() {
 		d.widest.push(v)
 		v = d.nxt[v]
 	}
+	for k, h := range d.held {
+		d.heldF[k] = h.share()
+	}
+	d.refreshLevels()
 	d.baseOK = false
 	d.version++
+}
+
+// setWeights sets the score (joinScore's weights when join, else spread's).
+func (d *draft) setWeights(join bool) {
+	d.join, d.weights = join, spreadWeights(d.rf)
+	if join {
+		d.weights = joinWeights(d.rf)
+	}
+	d.refreshLevels()
+	d.baseOK = false
+}
+
+// refreshLevels recomputes each level's weight over its total squared.
+func (d *draft) refreshLevels() {
+	d.levelF = d.levelF[:0]
+	for l := range d.rf {
+		f := 0.0
+		if l < len(d.weights) && d.weights[l] != 0 {
+			t := d.total[l].share()
+			f = d.weights[l] / (t * t)
+		}
+		d.levelF = append(d.levelF, f)
+	}
 }
 
 // globals are the counts over the nodes with tokens that walks read: a walk stops when

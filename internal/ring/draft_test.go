@@ -8,6 +8,13 @@ import (
 	"testing"
 )
 
+// checkingCache makes the drafts of a test check every cache hit against a fresh
+// evaluation (verifyCache).
+func checkingCache(t *testing.T) {
+	verifyCache = true
+	t.Cleanup(func() { verifyCache = false })
+}
+
 // otherStrategy is a strategy the draft cannot walk itself; it asks it on a Ring.
 type otherStrategy struct{ Strategy }
 
@@ -134,9 +141,11 @@ func randomPoint(d *draft, at int32, rng *rand.Rand) (Token, bool) {
 // whole on the draft must equal them bit for bit, and the draft must be left as it was),
 // inserted and taken out again, and after each change every range's
 // replica set, every node's held token space, the widest ranges and the extents are
-// checked against the Ring built from the draft's nodes. Randomized; KURA_SEED repeats a
-// run.
+// checked against the Ring built from the draft's nodes. Tokens tried before are tried
+// again, and every answer from the cache is compared with a fresh evaluation. Randomized;
+// KURA_SEED repeats a run.
 func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
+	checkingCache(t)
 	rng := testRNG(t)
 	strategies := []Strategy{Simple{}, HostAware{}, RackAware{}, EngineDiverse{}, otherStrategy{RackAware{}}}
 	trials := 200
@@ -159,10 +168,7 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 				Rack: fmt.Sprintf("rack%d", rng.IntN(5)), Role: allRoles[rng.IntN(len(allRoles))]})
 		}
 		d := newDraft(r, joiners, s, rf)
-		d.weights, d.join = spreadWeights(rf), join
-		if join {
-			d.weights = joinWeights(rf)
-		}
+		d.setWeights(join)
 		fail := func(format string, args ...any) {
 			t.Helper()
 			t.Fatalf("trial %d (%s, RF %d, join score %v, %d nodes, %d vnodes): %s", trial, s.Name(), rf, join, len(d.nodes), d.live, fmt.Sprintf(format, args...))
@@ -170,6 +176,7 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 		if err := checkDraft(d); err != nil {
 			fail("as built: %v", err)
 		}
+		var tried []evalEntry
 		for step := range 25 {
 			before := refScore(d.nodes, s, rf, join)
 			if d.live-1 > 0 && rng.IntN(3) == 0 {
@@ -199,9 +206,17 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 				at = d.nxt[at]
 			}
 			tok, ok := randomPoint(d, at, rng)
+			if len(tried) > 0 && rng.IntN(3) == 0 { // again, perhaps from the cache
+				c := tried[rng.IntN(len(tried))]
+				i, tok, at, ok = c.s, c.tok, rangeOf(d, c.tok), true
+				for v, n := d.head, 0; n < d.live; v, n = d.nxt[v], n+1 {
+					ok = ok && d.tok[v] != c.tok
+				}
+			}
 			if !ok {
 				continue
 			}
+			tried = append(tried, evalEntry{s: i, tok: tok})
 			delta := d.try(i, tok, at)
 			after := refScore(withToken(d.nodes, i, tok), s, rf, join)
 			if want := after - before; math.Abs(delta-want) > 1e-12 {
@@ -230,6 +245,16 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 		}
 	}
 	t.Logf("%v", counts)
+}
+
+// rangeOf returns the vnode ending the range of the draft that holds token t.
+func rangeOf(d *draft, t Token) int32 {
+	for v, n := d.head, 0; n < d.live; v, n = d.nxt[v], n+1 {
+		if within(t, d.tok[d.prv[v]], d.tok[v]) || d.live == 1 {
+			return v
+		}
+	}
+	panic("no range holds the token")
 }
 
 // withToken returns nodes with t added to node i's tokens.

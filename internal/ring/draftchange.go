@@ -1,6 +1,9 @@
 package ring
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // A change to the draft is prepared (the ranges it touches, their new replica sets and the
 // change in every node's held token space and in the score), then committed or, for an
@@ -9,7 +12,20 @@ import "slices"
 // try returns how much inserting token t for node s before vnode at would change the
 // score, leaving the draft as it was.
 func (d *draft) try(s int32, t Token, at int32) float64 {
+	if d.ntok[s] > 0 {
+		if delta, ok := d.cachedTry(s, t, at); ok {
+			if d.checkCache {
+				x, fresh := d.prepareInsert(s, t, at)
+				d.abortInsert(s, x)
+				if fresh != delta {
+					panic(fmt.Sprintf("ring: cached evaluation of token %d for %s is %v, afresh %v", t, d.nodes[s].ID, delta, fresh))
+				}
+			}
+			return delta
+		}
+	}
 	x, delta := d.prepareInsert(s, t, at)
+	d.remember(s, t, at)
 	d.abortInsert(s, x)
 	return delta
 }
@@ -17,6 +33,7 @@ func (d *draft) try(s int32, t Token, at int32) float64 {
 // insert adds token t for node s before vnode at, as the k-th of s's tokens.
 func (d *draft) insert(s int32, t Token, at int32, k int) {
 	x, _ := d.prepareInsert(s, t, at)
+	d.invalidate()
 	d.commit()
 	d.widest.fix(at)
 	d.widest.push(x)
@@ -34,6 +51,7 @@ func (d *draft) remove(s int32, k int) float64 {
 	}
 	d.begin(d.ntok[s] == 1, s, -1)
 	at := d.nxt[x]
+	d.spanAt = at
 	if d.all {
 		for v, n := d.nxt[x], 0; n < d.live-1; v, n = d.nxt[v], n+1 {
 			d.addChange(v, true)
@@ -56,7 +74,9 @@ func (d *draft) remove(s int32, k int) float64 {
 	d.chg[d.chgPos[x]].hasNew = false
 	d.widest.remove(x)
 	d.unlink(x)
+	d.cache.head[x] = -1 // its range is gone, and its id will be reused
 	delta := d.finish()
+	d.invalidate()
 	d.commit()
 	d.widest.fix(at)
 	d.ntok[s]--
@@ -71,6 +91,7 @@ func (d *draft) prepareInsert(s int32, t Token, at int32) (int32, float64) {
 		panic("ring: balanced allocation inserted into an empty draft") // the first node's tokens are spaced evenly
 	}
 	d.begin(d.ntok[s] == 0, s, 1)
+	d.spanAt = at
 	if d.all {
 		for v, n := d.head, 0; n < d.live; v, n = d.nxt[v], n+1 {
 			d.addChange(v, true)
@@ -109,6 +130,7 @@ func (d *draft) begin(presence bool, s int32, delta int32) {
 	d.epoch++
 	d.presence, d.short = presence, false
 	d.all = d.kind == otherPlacement
+	d.spanAll = true // until collectBefore finds the span
 	if presence {
 		g := d.globalsCached(s, delta)
 		d.all = d.all || d.globalsMatter(g)
@@ -147,20 +169,25 @@ func (d *draft) addChange(v int32, walk bool) {
 
 // collectBefore adds the ranges whose walk reads the point just before vnode at: the range
 // ending k vnodes before at reads it when its extent is more than k.
+// The span starts after the vnode before the last one looked at.
 func (d *draft) collectBefore(at int32) {
-	j := d.prv[at]
-	for k := int32(1); k < d.maxExt && j != at; k++ {
+	j, k := d.prv[at], int32(1)
+	for ; k < d.maxExt && j != at; k++ {
 		if d.ext[j] > k {
 			d.addChange(j, true)
 		}
 		j = d.prv[j]
 	}
+	d.spanLo, d.spanLoV, d.spanBack, d.spanAll = d.tok[j], j, k, j == at
 }
 
 // finish computes the touched ranges' new replica sets and widths and the change in every
-// node's held token space, and returns the change in score.
+// node's held token space, and returns the change in score. It ends the span at the
+// furthest vnode a walk read.
 func (d *draft) finish() float64 {
 	rf := d.rf
+	far := d.spanAt
+	d.spanFwd = 0
 	for k := range d.chg {
 		c := &d.chg[k]
 		d.newReps = append(d.newReps, make([]int32, rf)...)
@@ -177,6 +204,12 @@ func (d *draft) finish() float64 {
 		c.newW = d.width(c.v)
 		if c.walk {
 			c.n, c.ext, c.open = d.walkFrom(c.v, out)
+			if c.open || int(c.ext) > d.live/4 { // it may have read round to the span's start
+				d.spanAll = true
+			} else if uint64(d.tok[d.walkEnd])-uint64(d.spanLo) > uint64(d.tok[far])-uint64(d.spanLo) {
+				far = d.walkEnd
+			}
+			d.spanFwd = max(d.spanFwd, c.ext)
 		} else {
 			c.n = copy(out, old)
 		}
@@ -192,6 +225,7 @@ func (d *draft) finish() float64 {
 		}
 		d.accum(out[:c.n], c.newW)
 	}
+	d.spanHi, d.spanHiV = d.tok[far], far
 	return d.deltaScore()
 }
 
@@ -225,23 +259,29 @@ func (d *draft) deltaScore() float64 {
 	if d.short {
 		return d.score(true) - d.baseScore()
 	}
+	d.dShares = d.dShares[:0]
+	for _, x := range d.dHeld {
+		d.dShares = append(d.dShares, x.signedShare())
+	}
+	return d.changeScore(d.dNodes, d.dShares)
+}
+
+// changeScore is deltaScore's sum for nodes whose holdings change by dh (shares, rf per
+// node, in the nodes' order): over levels, weight/total^2 times the sum of dh(2h+dh).
+func (d *draft) changeScore(nodes []int32, dh []float64) float64 {
 	rf := d.rf
 	delta := 0.0
-	for l, w := range d.weights {
-		if w == 0 {
+	for l, f := range d.levelF {
+		if f == 0 {
 			continue
 		}
 		acc := 0.0
-		for _, i := range d.dNodes {
-			dh := d.dHeld[int(d.slot[i])*rf+l]
-			if dh == (u128{}) {
-				continue
+		for k, i := range nodes {
+			if x := dh[k*rf+l]; x != 0 {
+				acc += x * (2*d.heldF[int(i)*rf+l] + x)
 			}
-			h := d.held[int(i)*rf+l]
-			acc += dh.signedShare() * (h.share() + h.add(dh).share())
 		}
-		t := d.total[l].share()
-		delta += w * acc / (t * t)
+		delta += f * acc
 	}
 	return delta
 }
@@ -308,8 +348,12 @@ func (d *draft) commit() {
 		for l := range rf {
 			dh := d.dHeld[int(d.slot[i])*rf+l]
 			d.held[int(i)*rf+l] = d.held[int(i)*rf+l].add(dh)
+			d.heldF[int(i)*rf+l] = d.held[int(i)*rf+l].share()
 			d.total[l] = d.total[l].add(dh)
 		}
+	}
+	if d.short {
+		d.refreshLevels()
 	}
 	// The score moves by the change's delta; the rounding this accumulates over many
 	// changes is far below tieTolerance, which is what the committed score is mostly

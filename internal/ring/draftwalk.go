@@ -3,7 +3,8 @@ package ring
 // The draft's replica walks. Each returns, for the range ending at vnode v, the strategy's
 // replica set in the order Strategy.Replicas returns it (written to out, which has room
 // for rf), how many vnodes the walk read up to its last choice (ext), and whether it went
-// round the ring without satisfying its rule (open). Simple, HostAware and RackAware are
+// round the ring without satisfying its rule (open); it leaves in walkEnd the furthest
+// vnode it read (that mattered, when open). Simple, HostAware and RackAware are
 // walked here without allocating, as placement.go's pick walks them (the allocator's
 // tests check every strategy against Replicas on a built Ring); EngineDiverse runs its own
 // code (walker.choose) over the draft.
@@ -40,11 +41,13 @@ func (d *draft) walkDistinct(v int32, out []int32, byHost bool, there int) (int,
 			out[n], ext = i, int32(k+1)
 			n++
 			if n == d.rf || n == there {
+				d.walkEnd = v
 				return n, ext, false
 			}
 		}
 		v = d.nxt[v]
 	}
+	d.walkEnd = d.prv[v]
 	return n, ext, true
 }
 
@@ -54,10 +57,11 @@ func (d *draft) walkDistinct(v int32, out []int32, byHost bool, there int) (int,
 func (d *draft) walkRacks(v int32, out []int32) (int, int32, bool) {
 	n, ext, open := 0, int32(0), true
 	start := v
+	d.walkEnd = d.prv[v]
 	for k := range d.live {
 		i := d.own[v]
 		if !d.chosenOn(out[:n], i, true) {
-			out[n], ext = i, int32(k+1)
+			out[n], ext, d.walkEnd = i, int32(k+1), v
 			n++
 			if n == d.rf {
 				return n, ext, false
@@ -76,7 +80,10 @@ func (d *draft) walkRacks(v int32, out []int32) (int, int32, bool) {
 	for k := range d.live {
 		i := d.own[v]
 		if !d.chosenOn(out[:n], i, false) {
-			out[n], ext = i, max(ext, int32(k+1))
+			if int32(k+1) > ext {
+				ext, d.walkEnd = int32(k+1), v
+			}
+			out[n] = i
 			n++
 			if n == d.rf || n == d.g.hosts {
 				return n, ext, open
@@ -112,6 +119,7 @@ func (d *draft) walkDiverse(v int32, out []int32) (int, int32, bool) {
 	for k, p := range chosen {
 		out[k] = int32(w.order[p])
 	}
+	d.walkEnd = d.prv[w.cur] // the last vnode read
 	return len(chosen), int32(w.lastNew), w.exhausted
 }
 
