@@ -3,6 +3,7 @@ package ring
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -51,6 +52,56 @@ func BenchmarkBalancedTokensOneToken(b *testing.B) {
 				for b.Loop() {
 					BalancedTokens(r, joiner, 1, s, 3, rng)
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkGrowRing builds a ring of n nodes of 256 tokens over 25 racks, RF 3, node by
+// node: each node joins the ring the nodes before it made with balanced allocation, through
+// one Allocator (refine=true: Join, BalancedJoinTokens of one joiner, as package move
+// allocates; refine=false: JoinGreedy). It reports the ring's max/min replicated ownership.
+func BenchmarkGrowRing(b *testing.B) {
+	for _, n := range []int{100, 200, 1000} {
+		for _, s := range benchStrategies {
+			for _, refine := range []bool{true, false} {
+				b.Run(fmt.Sprintf("nodes=%d/tokens=256/placement=%s/refine=%v", n, s.Name(), refine), func(b *testing.B) {
+					var r *Ring
+					for b.Loop() {
+						r = growRing(n, 256, 25, s, 3, rand.New(rand.NewPCG(1, 0)), refine)
+					}
+					hi, lo := maxMin(ReplicatedOwnership(r, s, 3))
+					b.ReportMetric(hi/lo, "max/min")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkJoinTen plans 10 nodes of 256 tokens joining together a ring of n nodes grown as
+// BenchmarkGrowRing grows it without refinement (BalancedJoinTokens, copying the ring into a
+// draft included), and reports the max/min replicated ownership after the join.
+func BenchmarkJoinTen(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		for _, s := range benchStrategies {
+			r := growRing(n, 256, 25, s, 3, rand.New(rand.NewPCG(1, 0)), false)
+			joiners := benchNodes(n, 10, 25)
+			b.Run(fmt.Sprintf("nodes=%d/joiners=10/tokens=256/placement=%s", n, s.Name()), func(b *testing.B) {
+				var tokens [][]Token
+				for b.Loop() {
+					tokens = BalancedJoinTokens(r, joiners, 256, s, 3, nil)
+				}
+				nodes := slices.Clone(r.Nodes())
+				for k, j := range joiners {
+					j.Tokens = tokens[k]
+					nodes = append(nodes, j)
+				}
+				after, err := New(nodes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hi, lo := maxMin(ReplicatedOwnership(after, s, 3))
+				b.ReportMetric(hi/lo, "max/min")
 			})
 		}
 	}

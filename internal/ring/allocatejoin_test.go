@@ -173,11 +173,16 @@ func TestBalancedAllocatorChoosesTheOldAllocatorsTokens(t *testing.T) {
 }
 
 // growRing builds n of benchNodes' nodes over racks, joining one at a time with an
-// Allocator (BalancedJoinTokens of each node into the ring before it).
-func growRing(n, numTokens, racks int, s Strategy, rf int, rng *rand.Rand) *Ring {
+// Allocator (BalancedJoinTokens of each node into the ring before it; without refinement
+// when not refine).
+func growRing(n, numTokens, racks int, s Strategy, rf int, rng *rand.Rand, refine bool) *Ring {
 	a := NewAllocator(nil, s, rf)
 	for i := range n {
-		a.Join(benchNodes(i, 1, racks), numTokens, rng)
+		if refine {
+			a.Join(benchNodes(i, 1, racks), numTokens, rng)
+		} else {
+			a.JoinGreedy(benchNodes(i, 1, racks), numTokens, rng)
+		}
 	}
 	r, err := a.Ring()
 	if err != nil {
@@ -198,7 +203,7 @@ func TestTenJoinersGetTheOldAllocatorsTokens(t *testing.T) {
 	rng := testRNG(t)
 	const n, numTokens, racks, rf = 20, 6, 25, 3
 	for _, s := range []Strategy{RackAware{}, HostAware{}} {
-		base := growRing(n, numTokens, racks, s, rf, rng)
+		base := growRing(n, numTokens, racks, s, rf, rng, true)
 		joiners := benchNodes(n, 10, racks)
 		exact := BalancedJoinTokens(base, joiners, numTokens, s, rf, nil)
 		if want := oldBalancedJoinTokens(base, joiners, numTokens, s, rf, nil, 0); !sameTokens(exact, want) {
