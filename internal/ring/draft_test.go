@@ -87,6 +87,11 @@ func checkDraft(d *draft) error {
 			return fmt.Errorf("%d ranges of extent %d, counted %d", c, e, d.extCount[e])
 		}
 	}
+	return checkGlobalsAndWidest(d, r)
+}
+
+// checkGlobalsAndWidest compares the draft's globals and widest ranges with ring r's.
+func checkGlobalsAndWidest(d *draft, r *Ring) error {
 	if g := d.globals(-1, 0); g != d.g || d.kind == diversePlacement && g.coverable != r.coverable {
 		return fmt.Errorf("globals %+v, kept %+v", g, d.g)
 	}
@@ -154,97 +159,110 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 	}
 	counts := map[string]int{}
 	for trial := range trials {
-		nodes := randomRoleCluster(rng)
 		s := strategies[trial%len(strategies)]
-		rf := 1 + rng.IntN(4)
-		join := rng.IntN(2) == 0
-		r, err := New(nodes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var joiners []Node
-		for j := range rng.IntN(3) {
-			joiners = append(joiners, Node{ID: NodeID(fmt.Sprintf("j%d", j)), Host: fmt.Sprintf("host%d", rng.IntN(10)),
-				Rack: fmt.Sprintf("rack%d", rng.IntN(5)), Role: allRoles[rng.IntN(len(allRoles))]})
-		}
-		d := newDraft(r, joiners, s, rf)
-		d.setWeights(join)
-		fail := func(format string, args ...any) {
-			t.Helper()
-			t.Fatalf("trial %d (%s, RF %d, join score %v, %d nodes, %d vnodes): %s", trial, s.Name(), rf, join, len(d.nodes), d.live, fmt.Sprintf(format, args...))
-		}
+		rf, join := 1+rng.IntN(4), rng.IntN(2) == 0
+		d := randomDraft(rng, s, rf, join)
+		label := fmt.Sprintf("trial %d (%s, RF %d, join score %v)", trial, s.Name(), rf, join)
 		if err := checkDraft(d); err != nil {
-			fail("as built: %v", err)
+			t.Fatalf("%s: as built: %v", label, err)
 		}
 		var tried []evalEntry
 		for step := range 25 {
-			before := refScore(d.nodes, s, rf, join)
-			if d.live-1 > 0 && rng.IntN(3) == 0 {
-				var given []int32 // nodes with tokens the draft gave them
-				for i := range d.nodes {
-					if len(d.vids[i]) > 0 {
-						given = append(given, int32(i))
-					}
-				}
-				if len(given) > 0 {
-					i := given[rng.IntN(len(given))]
-					k := rng.IntN(len(d.vids[i]))
-					delta := d.remove(i, k)
-					if want := refScore(d.nodes, s, rf, join) - before; math.Abs(delta-want) > 1e-12 {
-						fail("step %d: taking out a token of %s changed the score by %g, from scratch %g", step, d.nodes[i].ID, delta, want)
-					}
-					if err := checkDraft(d); err != nil {
-						fail("step %d: after taking out a token of %s: %v", step, d.nodes[i].ID, err)
-					}
-					counts["removed"]++
-					continue
-				}
-			}
-			i := int32(rng.IntN(len(d.nodes)))
-			at := d.head
-			for range rng.IntN(d.live) {
-				at = d.nxt[at]
-			}
-			tok, ok := randomPoint(d, at, rng)
-			if len(tried) > 0 && rng.IntN(3) == 0 { // again, perhaps from the cache
-				c := tried[rng.IntN(len(tried))]
-				i, tok, at, ok = c.s, c.tok, rangeOf(d, c.tok), true
-				for v, n := d.head, 0; n < d.live; v, n = d.nxt[v], n+1 {
-					ok = ok && d.tok[v] != c.tok
-				}
-			}
-			if !ok {
-				continue
-			}
-			tried = append(tried, evalEntry{s: i, tok: tok})
-			delta := d.try(i, tok, at)
-			after := refScore(withToken(d.nodes, i, tok), s, rf, join)
-			if want := after - before; math.Abs(delta-want) > 1e-12 {
-				fail("step %d: token %d for %s would change the score by %g, from scratch %g", step, tok, d.nodes[i].ID, delta, want)
-			}
-			if whole := d.wholeScore(i, tok, at); whole != after {
-				fail("step %d: token %d for %s: score computed whole on the draft %v, on the Ring %v (must round the same)", step, tok, d.nodes[i].ID, whole, after)
-			}
-			if whole := d.wholeScore(-1, 0, -1); whole != before {
-				fail("step %d: score computed whole on the draft %v, on the Ring %v (must round the same)", step, whole, before)
-			}
-			if err := checkDraft(d); err != nil {
-				fail("step %d: after trying token %d for %s: %v", step, tok, d.nodes[i].ID, err)
-			}
-			counts["tried"]++
-			if d.ntok[i] == 0 {
-				counts["tried a first token"]++
-			}
-			if len(d.vids[i]) == len(d.nodes[i].Tokens) && rng.IntN(2) == 0 { // the draft gave it all its tokens
-				d.insert(i, tok, at, rng.IntN(len(d.nodes[i].Tokens)+1))
-				if err := checkDraft(d); err != nil {
-					fail("step %d: after inserting token %d for %s: %v", step, tok, d.nodes[i].ID, err)
-				}
-				counts["inserted"]++
+			if err := draftStep(d, rng, &tried, counts); err != nil {
+				t.Fatalf("%s, step %d, %d nodes, %d vnodes: %v", label, step, len(d.nodes), d.live, err)
 			}
 		}
 	}
 	t.Logf("%v", counts)
+}
+
+// randomDraft is a draft of randomRoleCluster's ring and up to two nodes without tokens.
+func randomDraft(rng *rand.Rand, s Strategy, rf int, join bool) *draft {
+	r, err := New(randomRoleCluster(rng))
+	if err != nil {
+		panic(err)
+	}
+	var joiners []Node
+	for j := range rng.IntN(3) {
+		joiners = append(joiners, Node{ID: NodeID(fmt.Sprintf("j%d", j)), Host: fmt.Sprintf("host%d", rng.IntN(10)),
+			Rack: fmt.Sprintf("rack%d", rng.IntN(5)), Role: allRoles[rng.IntN(len(allRoles))]})
+	}
+	d := newDraft(r, joiners, s, rf)
+	d.setWeights(join)
+	return d
+}
+
+// draftStep takes out a random token the draft gave, or tries a random token (or one tried
+// before) for a random node and sometimes inserts it, checking the draft after.
+func draftStep(d *draft, rng *rand.Rand, tried *[]evalEntry, counts map[string]int) error {
+	before := refScore(d.nodes, d.strategy, d.rf, d.join)
+	if rng.IntN(3) == 0 && d.live > 1 {
+		var given []int32 // nodes with tokens the draft gave them
+		for i := range d.nodes {
+			if len(d.vids[i]) > 0 {
+				given = append(given, int32(i))
+			}
+		}
+		if len(given) > 0 {
+			i := given[rng.IntN(len(given))]
+			delta := d.remove(i, rng.IntN(len(d.vids[i])))
+			if want := refScore(d.nodes, d.strategy, d.rf, d.join) - before; math.Abs(delta-want) > 1e-12 {
+				return fmt.Errorf("taking out a token of %s changed the score by %g, from scratch %g", d.nodes[i].ID, delta, want)
+			}
+			counts["removed"]++
+			return checkDraft(d)
+		}
+	}
+	i, at := int32(rng.IntN(len(d.nodes))), d.head
+	for range rng.IntN(d.live) {
+		at = d.nxt[at]
+	}
+	tok, ok := randomPoint(d, at, rng)
+	if len(*tried) > 0 && rng.IntN(3) == 0 { // again, perhaps from the cache
+		c := (*tried)[rng.IntN(len(*tried))]
+		i, tok, at, ok = c.s, c.tok, rangeOf(d, c.tok), true
+		for v, n := d.head, 0; n < d.live; v, n = d.nxt[v], n+1 {
+			ok = ok && d.tok[v] != c.tok
+		}
+	}
+	if !ok {
+		return nil
+	}
+	*tried = append(*tried, evalEntry{s: i, tok: tok})
+	if err := checkTry(d, i, tok, at, before); err != nil {
+		return err
+	}
+	counts["tried"]++
+	if d.ntok[i] == 0 {
+		counts["tried a first token"]++
+	}
+	if len(d.vids[i]) == len(d.nodes[i].Tokens) && rng.IntN(2) == 0 { // the draft gave it all its tokens
+		d.insert(i, tok, at, rng.IntN(len(d.nodes[i].Tokens)+1))
+		counts["inserted"]++
+		return checkDraft(d)
+	}
+	return nil
+}
+
+// checkTry tries token tok for node i before vnode at: the change in score must be the
+// difference of the Rings' scores, the score computed whole on the draft must equal them
+// bit for bit, and the draft must be left as it was.
+func checkTry(d *draft, i int32, tok Token, at int32, before float64) error {
+	delta := d.try(i, tok, at)
+	after := refScore(withToken(d.nodes, i, tok), d.strategy, d.rf, d.join)
+	if want := after - before; math.Abs(delta-want) > 1e-12 {
+		return fmt.Errorf("token %d for %s would change the score by %g, from scratch %g", tok, d.nodes[i].ID, delta, want)
+	}
+	if whole := d.wholeScore(i, tok, at); whole != after {
+		return fmt.Errorf("token %d for %s: score computed whole on the draft %v, on the Ring %v (must round the same)", tok, d.nodes[i].ID, whole, after)
+	}
+	if whole := d.wholeScore(-1, 0, -1); whole != before {
+		return fmt.Errorf("score computed whole on the draft %v, on the Ring %v (must round the same)", whole, before)
+	}
+	if err := checkDraft(d); err != nil {
+		return fmt.Errorf("after trying token %d for %s: %w", tok, d.nodes[i].ID, err)
+	}
+	return nil
 }
 
 // rangeOf returns the vnode ending the range of the draft that holds token t.
