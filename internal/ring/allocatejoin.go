@@ -36,9 +36,13 @@ func BalancedJoinTokens(ring *Ring, joiners []Node, numTokens int, strategy Stra
 
 // Allocator chooses balanced tokens for one join after another into a growing cluster: each
 // Join gives exactly what BalancedJoinTokens gives for the ring the joins before it made,
-// without copying that ring first. Building a 1,000-node ring node by node (as the cluster
-// simulator does, like a cluster whose nodes join one at a time with balanced allocation)
-// then costs the placements alone. Not safe for concurrent use.
+// without copying that ring first. Building a large ring node by node (the cluster
+// simulator's 1,000-node cluster, as a cluster whose nodes joined one at a time with
+// balanced allocation) then costs the placements alone. On a 2-core Xeon, 1,000 nodes of
+// 256 tokens over 25 racks, RF 3, rack-aware or host-aware: 5.7 to 6.0 s of CPU with Join,
+// 2.4 to 2.9 s with JoinGreedy; 10 more nodes joining together (BalancedJoinTokens on the
+// result) 0.15 to 0.3 s. EngineDiverse placement takes about four times as long with Join
+// (its walks are longer and allocate). Not safe for concurrent use.
 type Allocator struct{ d *draft }
 
 // NewAllocator starts from ring (nil: a new cluster) under strategy with rf replicas.
@@ -62,11 +66,11 @@ func (a *Allocator) Join(joiners []Node, numTokens int, rng *rand.Rand) [][]Toke
 }
 
 // JoinGreedy is Join without the refinement passes: each token placed once, where it does
-// best against every token placed before it. It is the quick way to build a large balanced
-// ring, node by node: refinement is three fifths of a join's candidates and two thirds of
-// its changes to the ring, and changes its balance little once the ring is large (a
-// 200-node ring of 256-token nodes grown either way: see BenchmarkGrowRing). Real clusters
-// join with refinement (package move uses BalancedJoinTokens).
+// best against every token placed before it. It costs half as much (refinement is three
+// fifths of a join's candidates and two thirds of its changes to the ring), but it is not
+// how clusters join (package move uses BalancedJoinTokens), and it evens out ownership less
+// on large rings: 1,000 nodes of 256 tokens grown with it end at a max/min replicated
+// ownership of 3.8 to 4.6, against 1.7 to 2.1 with Join (BenchmarkGrowRing).
 func (a *Allocator) JoinGreedy(joiners []Node, numTokens int, rng *rand.Rand) [][]Token {
 	return a.join(joiners, numTokens, rng, false)
 }
