@@ -40,19 +40,27 @@ func randomRing(n, numTokens, racks int, rng *rand.Rand) *Ring {
 var benchStrategies = []Strategy{Simple{}, HostAware{}, RackAware{}, EngineDiverse{}}
 
 // BenchmarkBalancedTokensOneToken places one token of a node joining an n-node ring of 256
-// random tokens a node over 25 racks, RF 3: the unit of work of building a ring node by node
-// (a node of 256 tokens is 256 such placements into a ring growing by one vnode each).
+// random tokens a node over 25 racks, RF 3, under every strategy: the unit of work of
+// building a ring node by node. allocator=old is the allocator before the draft
+// (allocate_ref_test.go: a Ring built and scored whole per candidate), allocator=draft
+// BalancedTokens, copying the ring into a draft included.
 func BenchmarkBalancedTokensOneToken(b *testing.B) {
-	for _, n := range []int{25, 50, 100, 200} {
+	for _, n := range []int{25, 100, 200} {
 		r := randomRing(n, 256, 25, rand.New(rand.NewPCG(1, 0)))
 		joiner := benchNodes(n, 1, 25)[0]
 		for _, s := range benchStrategies {
-			b.Run(fmt.Sprintf("nodes=%d/tokens=256/placement=%s", n, s.Name()), func(b *testing.B) {
-				rng := rand.New(rand.NewPCG(2, 0))
-				for b.Loop() {
-					BalancedTokens(r, joiner, 1, s, 3, rng)
-				}
-			})
+			for _, alloc := range []string{"old", "draft"} {
+				b.Run(fmt.Sprintf("nodes=%d/tokens=256/placement=%s/allocator=%s", n, s.Name(), alloc), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(2, 0))
+					for b.Loop() {
+						if alloc == "old" {
+							oldBalancedTokens(r, joiner, 1, s, 3, rng, 0)
+						} else {
+							BalancedTokens(r, joiner, 1, s, 3, rng)
+						}
+					}
+				})
+			}
 		}
 	}
 }
