@@ -81,10 +81,17 @@ func joinScore(r *Ring, strategy Strategy, rf int) float64 {
 			}
 		}
 	}
+	return heldScore(held, totals)
+}
+
+// heldScore is joinScore from what each node holds among the first l+1 replicas (held[l])
+// and the token space counted at each level (totals[l]). The draft's whole rescoring
+// calls it too, so that the two agree bit for bit.
+func heldScore(held [][]float64, totals []float64) float64 {
 	score := 0.0
 	for l, h := range held {
 		weight := 0.1
-		if l == rf-1 {
+		if l == len(held)-1 {
 			weight = 1
 		}
 		mean := 1 / float64(len(h))

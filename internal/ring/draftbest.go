@@ -148,19 +148,7 @@ func (d *draft) wholeJoinScore(first int32) float64 {
 			}
 		}
 	}
-	score := 0.0
-	for l, h := range held {
-		weight := 0.1
-		if l == rf-1 {
-			weight = 1
-		}
-		mean := 1 / float64(len(h))
-		for _, x := range h {
-			dev := x/totals[l] - mean
-			score += weight * dev * dev
-		}
-	}
-	return score
+	return heldScore(held, totals)
 }
 
 // wholeSpread is spread(ReplicatedOwnership), reading the ranges from vnode first on.
