@@ -144,6 +144,25 @@ func (s *State) targetOf(e StartChange) ([]NodeTokens, error) {
 		}
 		out[rp.New] = tokens
 	}
+	removed := map[ring.Token]bool{}
+	for _, id := range e.Removes {
+		m, _ := s.Member(id)
+		for _, t := range m.Tokens {
+			removed[t] = true
+		}
+	}
+	leaving := toSet(e.Leaves)
+	for _, h := range e.Handoffs {
+		m, ok := s.Member(h.To)
+		switch {
+		case !removed[h.Token]:
+			return nil, fmt.Errorf("%w: token %d handed off to %s is not a token of a node this change removes (or is handed twice)", ErrInvalid, h.Token, h.To)
+		case !ok || m.State != Normal || out[h.To] == nil || down[h.To] || leaving[h.To]:
+			return nil, fmt.Errorf("%w: token %d handed off to %s, which is not a live normal member staying in the ring", ErrInvalid, h.Token, h.To)
+		}
+		delete(removed, h.Token)
+		out[h.To] = append(slices.Clone(out[h.To]), h.Token)
+	}
 	for _, j := range e.Joins {
 		if err := joining(j.ID, "join"); err != nil {
 			return nil, err

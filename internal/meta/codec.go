@@ -13,7 +13,15 @@ import (
 // EntryVersion is the version byte every encoded entry starts with. Entries live on disk
 // in the log for as long as it is kept: a new version adds a decoder, and never changes
 // what an old version's bytes mean.
-const EntryVersion = 1
+//
+// Version 2 adds StartChange.Handoffs (after Level). An entry is written in the lowest
+// version that can carry it, so a cluster whose nodes run builds that read only version 1
+// keeps working until a change hands tokens off (and the planner hands none off until
+// every member announces it reads version 2: cluster.Member.MetaVersion).
+const (
+	EntryVersion    = 2
+	entryVersionOne = 1
+)
 
 // Limits on what a decoder accepts: an entry comes from the log, but a corrupt or
 // hostile one must be an error, not a huge allocation.
@@ -27,7 +35,11 @@ var ErrCorrupt = errors.New("meta: corrupt entry")
 
 // Encode returns e's bytes: EntryVersion, the entry's kind, then its fields.
 func Encode(e Entry) []byte {
-	b := []byte{EntryVersion, byte(e.kind())}
+	version := byte(entryVersionOne)
+	if sc, ok := e.(StartChange); ok && len(sc.Handoffs) > 0 {
+		version = EntryVersion
+	}
+	b := []byte{version, byte(e.kind())}
 	switch e := e.(type) {
 	case Bootstrap:
 		b = appendString(b, e.Strategy)
@@ -55,6 +67,12 @@ func Encode(e Entry) []byte {
 		b = appendTransfers(b, e.Transfers)
 		b = appendIDs(b, e.Down)
 		b = append(b, byte(e.Level))
+		if version >= 2 {
+			b = binary.AppendUvarint(b, uint64(len(e.Handoffs)))
+			for _, h := range e.Handoffs {
+				b = appendString(binary.AppendVarint(b, int64(h.Token)), string(h.To))
+			}
+		}
 	case RangesMoved:
 		b = binary.AppendUvarint(b, e.Change)
 		b = binary.AppendUvarint(b, uint64(len(e.Ranges)))
@@ -144,10 +162,10 @@ func Decode(b []byte) (Entry, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(b))
 	}
-	if b[0] != EntryVersion {
-		return nil, fmt.Errorf("%w: version %d (this build reads %d)", ErrCorrupt, b[0], EntryVersion)
+	if b[0] < entryVersionOne || b[0] > EntryVersion {
+		return nil, fmt.Errorf("%w: version %d (this build reads %d to %d)", ErrCorrupt, b[0], entryVersionOne, EntryVersion)
 	}
-	d := &decoder{b: b[2:]}
+	d := &decoder{b: b[2:], version: b[0]}
 	var e Entry
 	switch kind(b[1]) {
 	case kindBootstrap:
@@ -201,6 +219,11 @@ func (d *decoder) startChange() StartChange {
 	}
 	v.Transfers, v.Down = d.transfers(), d.ids()
 	v.Level = coord.Level(d.byte())
+	if d.version >= 2 {
+		for range d.count() {
+			v.Handoffs = append(v.Handoffs, move.Handoff{Token: ring.Token(d.varint()), To: ring.NodeID(d.string())})
+		}
+	}
 	return v
 }
 
@@ -208,7 +231,7 @@ func (d *decoder) startChange() StartChange {
 type decoder struct {
 	b       []byte
 	err     error
-	version byte // of an encoded State; entries have one version so far
+	version byte // of the encoded entry or State
 }
 
 func (d *decoder) fail(what string) {

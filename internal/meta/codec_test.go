@@ -23,6 +23,8 @@ func sampleEntries() []Entry {
 		StartChange{ID: 7, Epoch: 12, Joins: []Join{{ID: "n4", Tokens: []ring.Token{3, -9}}}, Leaves: []ring.NodeID{"n2"},
 			Removes: []ring.NodeID{"n3"}, Replaces: []Replacement{{Old: "n5", New: "n6"}}, Transfers: []move.Transfer{tr, tr},
 			Down: []ring.NodeID{"n3", "n5"}, Level: coord.Quorum},
+		StartChange{ID: 8, Epoch: 13, Removes: []ring.NodeID{"n3"}, Handoffs: []move.Handoff{{Token: -7, To: "n1"}, {Token: ring.MaxToken, To: "n2"}},
+			Transfers: []move.Transfer{tr}, Down: []ring.NodeID{"n3"}, Level: coord.One},
 		RangesMoved{Change: 7, Ranges: []move.Range{{Start: 1, End: 2}, {Start: ring.MaxToken, End: ring.MinToken}}},
 		FinishChange{Change: 1<<64 - 1},
 		CancelChange{Change: 7, Transfers: []move.Transfer{tr}, Down: []ring.NodeID{"n1"}},
@@ -50,7 +52,7 @@ func TestDecodeRefusesDamagedEntries(t *testing.T) {
 		if _, err := Decode(append(bytes.Clone(b), 0)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%T with a trailing byte: %v", e, err)
 		}
-		for _, bad := range [][]byte{{EntryVersion + 1, b[1]}, {EntryVersion, 0}, {EntryVersion, 99}} {
+		for _, bad := range [][]byte{{EntryVersion + 1, b[1]}, {0, b[1]}, {EntryVersion, 0}, {EntryVersion, 99}} {
 			if _, err := Decode(append(bad, b[2:]...)); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("%T as % x: %v", e, bad, err)
 			}
@@ -161,4 +163,40 @@ func FuzzDecodeState(f *testing.F) {
 			t.Fatalf("%s re-decoded as %s (%v)", describe(s), describe(again), err)
 		}
 	})
+}
+
+// TestEntriesWithoutHandoffsStayVersionOne: a node of an older build reads only version 1
+// entries, so every entry but a StartChange that hands tokens off is written as version 1,
+// byte for byte as that build wrote it (the v1 bytes here are the pre-handoff encoding of
+// the same fields); a version 2 StartChange decodes with its handoffs.
+func TestEntriesWithoutHandoffsStayVersionOne(t *testing.T) {
+	for _, e := range sampleEntries() {
+		b := Encode(e)
+		sc, isStart := e.(StartChange)
+		want := byte(1)
+		if isStart && len(sc.Handoffs) > 0 {
+			want = 2
+		}
+		if b[0] != want {
+			t.Errorf("%T encoded as version %d, want %d", e, b[0], want)
+		}
+		if isStart && len(sc.Handoffs) > 0 {
+			// The same change without its handoffs is the version 1 entry, plus the list.
+			v1 := Encode(StartChange{ID: sc.ID, Epoch: sc.Epoch, Joins: sc.Joins, Leaves: sc.Leaves, Removes: sc.Removes,
+				Replaces: sc.Replaces, Transfers: sc.Transfers, Down: sc.Down, Level: sc.Level})
+			if v1[0] != 1 || !bytes.Equal(v1[1:], b[1:len(v1)]) {
+				t.Errorf("a version 2 StartChange does not extend its version 1 bytes")
+			}
+		}
+	}
+	// A version 1 StartChange from an older build, written out by hand: kind 3, ID 1,
+	// epoch 2, no joins, leaves, removes, replaces or transfers, no down, level 2.
+	old := []byte{1, byte(kindStartChange), 1, 2, 0, 0, 0, 0, 0, 0, 2}
+	e, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := e.(StartChange); sc.ID != 1 || sc.Epoch != 2 || sc.Level != 2 || sc.Handoffs != nil {
+		t.Fatalf("decoded %+v", sc)
+	}
 }

@@ -71,6 +71,11 @@ type StartChange struct {
 	Leaves   []ring.NodeID
 	Removes  []ring.NodeID
 	Replaces []Replacement
+	// Handoffs give tokens of the removed nodes to live normal members (move.HandOff),
+	// which hold them in the target ring; a removed node's token not handed off leaves the
+	// ring. Encoded only in entry version 2: a change without handoffs is written as
+	// version 1, so that a node of an older build still reads it.
+	Handoffs []move.Handoff
 	// Transfers are move.Plan's, which the state machine checks cover the change exactly.
 	Transfers []move.Transfer
 	// Down are the nodes the proposer's failure detector holds down.

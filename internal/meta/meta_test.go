@@ -176,6 +176,14 @@ func (e *metaEnv) startEntry(arg func(string) string) (StartChange, error) {
 		old, nw, _ := strings.Cut(r, ":")
 		sc.Replaces = append(sc.Replaces, Replacement{Old: ring.NodeID(old), New: ring.NodeID(nw)})
 	}
+	for _, h := range splitList(arg("handoff")) {
+		tok, to, _ := strings.Cut(h, ":")
+		v, err := parseTokens(tok)
+		if err != nil || len(v) != 1 {
+			return sc, fmt.Errorf("handoff %q: %v", h, err)
+		}
+		sc.Handoffs = append(sc.Handoffs, move.Handoff{Token: v[0], To: ring.NodeID(to)})
+	}
 	if mode := arg("transfers"); mode != "none" {
 		sc.Transfers = planStart(e.s, sc)
 		if mode == "drop-last" && len(sc.Transfers) > 0 {

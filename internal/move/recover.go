@@ -72,6 +72,13 @@ type Need struct {
 	Bytes   int64
 	Peers   []ring.NodeID
 	Missing int
+	// Source, when set, is the only peer the copies may come from (one of a merge's
+	// copies: see RecoveryOptions.FromEveryPeer); it must be live, or the need is Short.
+	Source ring.NodeID
+	// To, when set, are the only destinations (a ring that already chose them: see
+	// RecoveryOfPlan); the placement rules are not asked, and Copy.Relaxed says whether the
+	// destination keeps the strict ones.
+	To []ring.NodeID
 }
 
 // Copy is one new replica to make: the range's bytes from one of Sources (its live peers)
@@ -138,19 +145,24 @@ func NewRecovery(f Fabric, rules Rules, down map[ring.NodeID]bool, needs []Need)
 		}
 		var sources []int
 		for _, p := range peers {
-			if r.live[p] {
+			if r.live[p] && (nd.Source == "" || r.Fabric.Nodes[p].ID == nd.Source) {
 				sources = append(sources, p)
 			}
 		}
 		group := len(r.Copies)
 		var cands []int32
 		relaxed := false
-		if len(sources) > 0 {
+		switch {
+		case len(sources) == 0:
+		case nd.To != nil:
+			cands, relaxed = r.fixedCandidates(peers, nd.To, nd.Bytes)
+		default:
 			cands, relaxed = r.findCandidates(peers, nd.Bytes)
 		}
 		if len(cands) == 0 {
 			if nd.Missing > 0 {
-				r.Short = append(r.Short, Need{Range: nd.Range, Bytes: nd.Bytes, Peers: slices.Clone(nd.Peers), Missing: nd.Missing})
+				r.Short = append(r.Short, Need{Range: nd.Range, Bytes: nd.Bytes, Peers: slices.Clone(nd.Peers), Missing: nd.Missing,
+					Source: nd.Source, To: slices.Clone(nd.To)})
 			}
 			continue
 		}
@@ -245,6 +257,22 @@ func (r *Recovery) findCandidates(peers []int, bytes int64) ([]int32, bool) {
 	return nil, false
 }
 
+// fixedCandidates returns the nodes of to that are live, in the fabric and have room for
+// bytes, and whether any of them breaks the strict rules with peers.
+func (r *Recovery) fixedCandidates(peers []int, to []ring.NodeID, bytes int64) ([]int32, bool) {
+	var out []int32
+	relaxed := false
+	for _, id := range to {
+		n, ok := r.index[id]
+		if !ok || !r.live[n] || r.Fabric.Nodes[n].FreeBytes < bytes || !r.allows(peers, n, false) {
+			continue
+		}
+		out = append(out, int32(n))
+		relaxed = relaxed || !r.allows(peers, n, true)
+	}
+	return out, relaxed
+}
+
 // allows reports whether node n may hold a replica next to the replicas others (peers and
 // new ones already placed) under the rules; strict false keeps only the host rule.
 func (r *Recovery) allows(others []int, n int, strict bool) bool {
@@ -302,6 +330,23 @@ func (r *Recovery) CopyBytes() int64 {
 // also move other ranges (joins, token moves) are Plan's; only the ranges losing a
 // replica are here. f must describe every node of the target ring.
 func RecoveryFromChange(c Change, f Fabric) (*Recovery, error) {
+	return RecoveryFromChangeWith(c, f, RecoveryOptions{})
+}
+
+// RecoveryOptions say how a recovery copies.
+type RecoveryOptions struct {
+	// FromEveryPeer makes every new replica a merge of all its live peers' copies, one
+	// copy from each (each its own Group, with the same Missing), rather than one copy
+	// from any of them. That is what a kura node does when the replica it replaces is
+	// down (internal/node, transfers.go): a QUORUM write acknowledged by the lost replica
+	// and one peer may be on that peer alone, so no single peer has every acknowledged
+	// write. It multiplies the bytes by the number of live peers; a fluid bound over it
+	// lets a range's copies go to different destinations, which only lowers the bound.
+	FromEveryPeer bool
+}
+
+// RecoveryFromChangeWith is RecoveryFromChange with options.
+func RecoveryFromChangeWith(c Change, f Fabric, o RecoveryOptions) (*Recovery, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -332,7 +377,23 @@ func RecoveryFromChange(c Change, f Fabric) (*Recovery, error) {
 			continue
 		}
 		rg := Range{Start: cuts[(i+len(cuts)-1)%len(cuts)], End: end}
-		needs = append(needs, Need{Range: rg, Bytes: c.Sizes.Bytes(rg), Peers: peers, Missing: len(old) - len(peers)})
+		nd := Need{Range: rg, Bytes: c.Sizes.Bytes(rg), Peers: peers, Missing: len(old) - len(peers)}
+		if !o.FromEveryPeer {
+			needs = append(needs, nd)
+			continue
+		}
+		live := 0
+		for _, p := range peers {
+			if !c.Down[p] {
+				nd.Source = p
+				needs = append(needs, nd)
+				live++
+			}
+		}
+		if live == 0 {
+			nd.Source = ""
+			needs = append(needs, nd) // Short: no live peer
+		}
 	}
 	down := map[ring.NodeID]bool{}
 	for id, d := range c.Down {

@@ -12,7 +12,10 @@ package topo
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -69,6 +72,15 @@ type Config struct {
 	// Sizes are the bytes a replica holds per range, for balancing the sources; nil
 	// spreads 1 GiB evenly (move.Uniform), which balances by range width.
 	Sizes move.Sizes
+	// HandOff gives the tokens of removed nodes to survivors chosen by move.HandOff (issue
+	// 33: the lost replicas spread over every node that may take them), rather than
+	// letting each range fall to its ring successor. Only a change that removes nodes and
+	// does nothing else hands tokens off, and only when every member reads the entries
+	// that carry handoffs (the caller knows: cluster.Member.MetaVersion).
+	HandOff bool
+	// Free are the members' free bytes as they announced them; a member absent is not
+	// limited. No member is planned to receive more than it has free.
+	Free map[ring.NodeID]int64
 }
 
 // Plan returns the StartChange that carries out ops on s, with the tokens it chose for
@@ -120,6 +132,16 @@ func Plan(s *meta.State, ops Ops, cfg Config, down map[ring.NodeID]bool, rng *ra
 	if sizes == nil {
 		sizes = move.Uniform(1 << 30)
 	}
+	if cfg.HandOff && len(e.Removes) > 0 && len(e.Joins)+len(e.Leaves)+len(e.Replaces) == 0 {
+		change := move.Change{Current: cur, Target: target, Strategy: strategy, RF: s.RF, Sizes: sizes, Down: down, Strict: true}
+		e.Handoffs, err = move.HandOff(change, fabricOf(s, cfg.Free), move.RecoveryOptions{FromEveryPeer: true})
+		if err != nil {
+			return e, nil, err
+		}
+		if target, err = s.Target(e); err != nil {
+			return e, nil, err
+		}
+	}
 	// Strict: a copy comes from the replica that gives up its place in the range whenever
 	// that replica is live, so that the new set holds every write on as many replicas as
 	// the old set did (move.Transfer.Leaving). A copy from another replica could miss a
@@ -135,9 +157,16 @@ func Plan(s *meta.State, ops Ops, cfg Config, down map[ring.NodeID]bool, rng *ra
 		}
 		return e, mv, fmt.Errorf("%w: %d ranges have no live replica (%s)", meta.ErrNoSource, len(rs), strings.Join(rs[:min(len(rs), 3)], ", "))
 	}
+	received := map[ring.NodeID]int64{}
 	for _, tr := range mv.Transfers {
 		if down[tr.Destination] {
 			return e, mv, fmt.Errorf("%w: %s would receive ranges but is down", meta.ErrTooFewLive, tr.Destination)
+		}
+		received[tr.Destination] += tr.Bytes
+	}
+	for _, id := range slices.Sorted(maps.Keys(received)) {
+		if free, ok := cfg.Free[id]; ok && received[id] > free {
+			return e, mv, fmt.Errorf("%w: %s would receive about %d bytes but has %d free", ErrNoRoom, id, received[id], free)
 		}
 	}
 	e.Transfers = mv.Transfers
@@ -145,6 +174,24 @@ func Plan(s *meta.State, ops Ops, cfg Config, down map[ring.NodeID]bool, rng *ra
 		return e, mv, err
 	}
 	return e, mv, nil
+}
+
+// ErrNoRoom is wrapped by Plan's error when a node would receive more than it has free.
+var ErrNoRoom = errors.New("topo: not enough free space")
+
+// fabricOf describes s's members to move.HandOff: every one at the same rate (the stream
+// limit is one per node), with the free bytes they announced.
+func fabricOf(s *meta.State, free map[ring.NodeID]int64) move.Fabric {
+	var f move.Fabric
+	for _, m := range s.Members {
+		fb, ok := free[m.ID]
+		if !ok {
+			fb = math.MaxInt64 / 2
+		}
+		f.Nodes = append(f.Nodes, move.Hardware{ID: m.ID, Host: m.Host, Rack: m.Rack, Role: m.Role, FreeBytes: fb,
+			DiskReadBps: 1, DiskWriteBps: 1, NICSendBps: 1, NICRecvBps: 1})
+	}
+	return f
 }
 
 // Advance returns the entry that moves the change in flight forward, or nil when there

@@ -150,6 +150,16 @@ func (e *env) plan(td *datadriven.TestData) (string, error) {
 		}
 		cfg.Level = l
 	}
+	_, cfg.HandOff = td.Arg("handoff")
+	for _, kv := range strings.Split(arg(td, "free"), ",") {
+		if id, v, ok := strings.Cut(kv, ":"); ok {
+			mib, _ := strconv.ParseInt(v, 10, 64)
+			if cfg.Free == nil {
+				cfg.Free = map[ring.NodeID]int64{}
+			}
+			cfg.Free[ring.NodeID(id)] = mib << 20
+		}
+	}
 	seed, _ := strconv.ParseUint(arg(td, "seed"), 10, 64)
 	sc, mv, err := Plan(e.s, ops, cfg, set(arg(td, "down")), rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
@@ -163,6 +173,9 @@ func (e *env) plan(td *datadriven.TestData) (string, error) {
 	minimum := "minimum"
 	if mv.MovedBytes != mv.MinimumBytes {
 		minimum = fmt.Sprintf("%d MiB minimum", mv.MinimumBytes>>20)
+	}
+	for _, h := range sc.Handoffs {
+		fmt.Fprintf(&sb, "  token %d to %s\n", h.Token/unit, h.To)
 	}
 	fmt.Fprintf(&sb, "  %d transfers, %d MiB = %s\n", len(sc.Transfers), mv.MovedBytes>>20, minimum)
 	for i, tr := range sc.Transfers {
