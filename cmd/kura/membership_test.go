@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -298,6 +299,29 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 	st = waitTopology(t, nodes[1].adminAddr, "node 2 removed", 2*time.Minute, settled(3))
 	t.Logf("removed at epoch %d", st.Topology.Epoch)
 	pause("1 removed")
+
+	// Node 2 comes back with its old data: it learns from the log that it was removed,
+	// and stops with an error that says to wipe it. It serves nothing meanwhile (it is
+	// in no replica set), so the workload above is unaffected.
+	back := exec.Command(kuraBin, append([]string{"server", "--listen", fmt.Sprintf("127.0.0.1:%d", base+2000+2),
+		"--admin-listen", fmt.Sprintf("127.0.0.1:%d", base+3000+2)}, nodes[2].args...)...)
+	backDone := make(chan error, 1)
+	var backOut bytes.Buffer
+	back.Stdout, back.Stderr = &backOut, &backOut
+	if err := back.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { backDone <- back.Wait() }()
+	select {
+	case err := <-backDone:
+		if err == nil || !strings.Contains(backOut.String(), "was removed from the cluster") || !strings.Contains(backOut.String(), "wipe its data directory") {
+			t.Errorf("node 2 back after its removal: exit %v, want an error saying it was removed and to wipe it:\n%s", err, backOut.String())
+		}
+	case <-time.After(time.Minute):
+		back.Process.Kill()
+		<-backDone
+		t.Errorf("node 2 back after its removal still runs after a minute:\n%s", backOut.String())
+	}
 	work.stopAndWait()
 
 	w, r, f := work.counts()

@@ -61,7 +61,12 @@ func runServer(cfg config.Config) error {
 	}
 	log.Info("kura node ready", "id", n.ID(), "host", n.Host(), "rack", n.Rack(), "engine", cfg.Engine, "listen", n.Addr(), "admin", n.AdminAddr(),
 		"data_dir", cfg.DataDir, "durability", cfg.Durability)
-	<-ctx.Done()
+	var removed error
+	select {
+	case <-ctx.Done():
+	case removed = <-n.Removed():
+		log.Error("removed from the cluster: shutting down", "err", removed)
+	}
 	stop() // a second signal now kills the process the default way
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -70,7 +75,7 @@ func runServer(cfg config.Config) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped")
-	return nil
+	return removed
 }
 
 func newLogger(cfg config.Config) *slog.Logger {

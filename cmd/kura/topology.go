@@ -149,6 +149,8 @@ func printPeerStreams(ctx context.Context, w io.Writer, st *admin.ClusterStatus)
 	if st.Topology == nil || st.Topology.Change == nil {
 		return
 	}
+	var all []admin.StreamStatus
+	all = append(all, st.Topology.Streams...)
 	for _, m := range st.Members {
 		if m.ID == st.Self || !m.Up || m.AdminAddr == "" {
 			continue
@@ -161,7 +163,39 @@ func printPeerStreams(ctx context.Context, w io.Writer, st *admin.ClusterStatus)
 		for _, s := range peer.Topology.Streams {
 			printStream(w, s)
 		}
+		all = append(all, peer.Topology.Streams...)
 	}
+	if len(all) > 0 {
+		fmt.Fprintln(w, streamProgress(all))
+	}
+}
+
+// streamProgress sums the streams of every live node into one line: bytes received of
+// the sources' estimates, the rate of the streams running, and the time left at it. A
+// removal's line is the re-replication's progress; the change ends (every range has its
+// replicas again) when the last transfer is done.
+func streamProgress(ss []admin.StreamStatus) string {
+	var got, est int64
+	var rate float64
+	running := 0
+	for _, s := range ss {
+		got += s.Bytes
+		est += max(s.Estimate, s.Bytes)
+		if !s.Done {
+			rate += s.RateBPS
+			running++
+		}
+	}
+	eta := "unknown"
+	if rate > 0 {
+		eta = (time.Duration(float64(est-got)/rate) * time.Second).String()
+	}
+	pct := 100.0
+	if est > 0 {
+		pct = 100 * float64(got) / float64(est)
+	}
+	return fmt.Sprintf("Progress: %s of ~%s received (%.0f%%) by %d streams, %d running at %s/s; ETA %s",
+		humanBytes(got), humanBytes(est), pct, len(ss), running, humanBytes(int64(rate)), eta)
 }
 
 // printTopology prints the metadata part of kura admin status.

@@ -67,7 +67,14 @@ type Member struct {
 	Staged bool `json:"staged,omitempty"`
 	// Replaces is the dead node whose tokens this joiner takes (--replace).
 	Replaces ring.NodeID `json:"replaces,omitempty"`
-	Version  uint64      `json:"version"`
+	// MetaVersion is the highest metadata entry version the member's build reads
+	// (meta.EntryVersion); 0 from a build before it was announced, which reads version 1.
+	// The planner writes entries others cannot read only once every member reads them.
+	MetaVersion int `json:"meta_version,omitempty"`
+	// Free is the bytes free on the device of the member's data directory, as it last
+	// announced (0: not announced); a change never plans to send a member more.
+	Free    int64  `json:"free,omitempty"`
+	Version uint64 `json:"version"`
 	// Up is this node's failure detector's opinion; it is not gossiped or saved.
 	Up bool `json:"-"`
 }

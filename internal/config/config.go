@@ -124,6 +124,14 @@ type Config struct {
 	// JoinBatchWindow of it, or "staged", waiting for an operator's kura admin commit.
 	Join            string        `yaml:"join"`
 	JoinBatchWindow time.Duration `yaml:"join_batch_window"`
+	// AutoRemoveAfter is how long a normal member may be down before the metadata log's
+	// leader removes it and re-replicates its ranges (kura admin removenode); 0 never does.
+	// The default, 10 minutes, is Ceph's (HDFS: 10.5, CockroachDB: 5): longer than a
+	// reboot or a rolling restart, whose writes the node catches up from hints (kept 3
+	// hours), and short enough that a second failure in the same ranges is unlikely
+	// meanwhile. A rack whose every node is down is not removed (a switch or power
+	// failure that comes back, as Ceph's down-out subtree limit).
+	AutoRemoveAfter time.Duration `yaml:"auto_remove_after"`
 	// Replace is the ID of a dead node whose tokens this new node takes.
 	Replace string `yaml:"replace"`
 	// StreamLimit bounds what a node streams for membership changes, in bytes per
@@ -201,6 +209,7 @@ func Default() Config {
 		RingSource:             "log",
 		Join:                   "auto",
 		JoinBatchWindow:        10 * time.Second,
+		AutoRemoveAfter:        10 * time.Minute,
 		StreamLimit:            64 << 20,
 		CleanupDelay:           10 * time.Minute,
 	}
@@ -274,6 +283,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.HintMaxBytes, "hint-max-bytes", c.HintMaxBytes, "cluster mode: most bytes of hints a node keeps; more are dropped (and counted)")
 	fs.StringVar(&c.RingSource, "ring-source", c.RingSource, "cluster mode: where the ring comes from: log (the cluster metadata log: ring versions every node agrees on, and a joining node streams its ranges before it serves them) or gossip (each node's tokens as it gossips them; a joiner serves its ranges empty)")
 	fs.StringVar(&c.Join, "join", c.Join, "cluster mode with --ring-source=log: auto (a new node joins with the nodes that register within --join-batch-window of it) or staged (it registers and waits for kura admin commit)")
+	fs.DurationVar(&c.AutoRemoveAfter, "auto-remove-after", c.AutoRemoveAfter, "cluster mode with --ring-source=log: a normal member down this long is removed and its ranges re-replicated (0: never; a rack whose every node is down is not)")
 	fs.DurationVar(&c.JoinBatchWindow, "join-batch-window", c.JoinBatchWindow, "cluster mode with --ring-source=log: nodes that register within this time of the first are planned as one change, so that starting several at once moves each range once")
 	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
 	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
@@ -493,8 +503,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: ring_source %q (want log or gossip)", ErrInvalid, c.RingSource)
 	case c.Join != "auto" && c.Join != "staged":
 		return fmt.Errorf("%w: join %q (want auto or staged)", ErrInvalid, c.Join)
-	case c.JoinBatchWindow < 0 || c.StreamLimit < 0 || c.CleanupDelay < 0:
-		return fmt.Errorf("%w: join_batch_window, stream_limit and cleanup_delay must not be negative", ErrInvalid)
+	case c.JoinBatchWindow < 0 || c.StreamLimit < 0 || c.CleanupDelay < 0 || c.AutoRemoveAfter < 0:
+		return fmt.Errorf("%w: join_batch_window, stream_limit, cleanup_delay and auto_remove_after must not be negative", ErrInvalid)
 	case c.RingSource == "gossip" && (c.Join != "auto" || c.Replace != ""):
 		return fmt.Errorf("%w: join and replace need ring_source log", ErrInvalid)
 	}

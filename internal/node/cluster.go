@@ -21,11 +21,13 @@ import (
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/datadir"
 	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/engine/space"
 	"github.com/kuradb/kura/internal/hint"
 	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/listener"
 	"github.com/kuradb/kura/internal/machine"
 	"github.com/kuradb/kura/internal/membership"
+	"github.com/kuradb/kura/internal/meta"
 	"github.com/kuradb/kura/internal/metalog"
 	"github.com/kuradb/kura/internal/move"
 	"github.com/kuradb/kura/internal/replica"
@@ -47,25 +49,29 @@ var hintReplayInterval = time.Second
 // machine (the cluster behaviour's decisions), the coordinator's store, hints and their
 // replay. It owns their goroutines.
 type clusterNode struct {
-	cfg      config.Config
-	log      *slog.Logger
-	self     ring.NodeID
-	dir      string
-	handler  *replica.Handler
-	hints    *hint.Store
-	hintq    *hint.Queue // stores the request path's hints in hints, off that path
-	server   *transport.Server
-	ln       net.Listener
-	mux      *listener.Mux // splits ln between the transport and Raft (--ring-source=log)
-	rl       *ringLog      // the metadata log's driver; nil with --ring-source=gossip
-	metaP    atomic.Pointer[metalog.Log]
-	gossip   *membership.Gossip
-	strategy ring.Strategy
-	machine  *machine.Node
-	store    *clusterStore
-	storeP   atomic.Pointer[clusterStore] // store, for the internode server, which starts first
-	metrics  *admin.ClusterMetrics
-	clock    *nodeClock // the node's clock and what it knows of its peers' (clock.go)
+	cfg     config.Config
+	log     *slog.Logger
+	self    ring.NodeID
+	dir     string
+	handler *replica.Handler
+	hints   *hint.Store
+	hintq   *hint.Queue // stores the request path's hints in hints, off that path
+	server  *transport.Server
+	ln      net.Listener
+	mux     *listener.Mux // splits ln between the transport and Raft (--ring-source=log)
+	rl      *ringLog      // the metadata log's driver; nil with --ring-source=gossip
+	// removed receives one error when the metadata log records this running node as
+	// removed (its replicas were re-made elsewhere while it was away): see Node.Removed.
+	removed     chan error
+	removedOnce sync.Once
+	metaP       atomic.Pointer[metalog.Log]
+	gossip      *membership.Gossip
+	strategy    ring.Strategy
+	machine     *machine.Node
+	store       *clusterStore
+	storeP      atomic.Pointer[clusterStore] // store, for the internode server, which starts first
+	metrics     *admin.ClusterMetrics
+	clock       *nodeClock // the node's clock and what it knows of its peers' (clock.go)
 	// internodeVersion is the newest internode frame version it speaks (hooks).
 	internodeVersion int
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
@@ -86,7 +92,7 @@ type clusterNode struct {
 func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member,
 	reg prometheus.Registerer, internodeVersion int) (*clusterNode, error) {
 	nc := &nodeClock{Clock: clock, maxOffset: cfg.MaxClockOffset}
-	c := &clusterNode{cfg: cfg, log: log, self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
+	c := &clusterNode{cfg: cfg, log: log, removed: make(chan error, 1), self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
 		internodeVersion: internodeVersion, changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.peers = transport.NewPool(transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion,
 		Epoch: c.epoch, ObserveEpoch: c.observeEpoch})
@@ -139,6 +145,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 		c.metaP.Store(c.rl.log)
 		reg.MustRegister(admin.MembershipCollector(c.rl.stats))
 		self.Staged, self.Replaces = cfg.Join == "staged", ring.NodeID(cfg.Replace)
+		self.MetaVersion = meta.EntryVersion
 	}
 	if saved, ok := c.savedSelf(view, self.ID); ok && len(saved.Tokens) > 0 {
 		self.Tokens, self.Status = saved.Tokens, cluster.Normal
@@ -411,9 +418,18 @@ func (c *clusterNode) loadLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(loadAnnounceInterval)
 	defer t.Stop()
+	var announcedFree int64
 	for {
 		if load := c.load(); c.machine.AnnounceLoad(load) {
 			c.gossip.Update(func(m *cluster.Member) { m.Load = load })
+		}
+		// Free space, for the planner's check, when it moved by more than 1% or 64 MiB.
+		if u, err := space.Statfs(c.dir); err == nil {
+			free := int64(u.AvailBytes)
+			if d := free - announcedFree; d > max(free/100, 64<<20) || -d > max(free/100, 64<<20) {
+				announcedFree = free
+				c.gossip.Update(func(m *cluster.Member) { m.Free = free })
+			}
 		}
 		select {
 		case <-c.stop:

@@ -293,6 +293,16 @@ func (n *Node) infoSections() []resp.InfoSection {
 	}}}
 }
 
+// Removed receives an error, once, if the cluster's metadata log records this running
+// node as removed: it came back after kura admin removenode (or --auto-remove-after) and
+// must stop serving. kura server shuts down with that error. Nil outside cluster mode.
+func (n *Node) Removed() <-chan error {
+	if c := n.clusterP.Load(); c != nil {
+		return c.removed
+	}
+	return nil
+}
+
 // ID returns the node's ID, kept in its data directory's NODE.json.
 func (n *Node) ID() string { return n.dir.ID() }
 

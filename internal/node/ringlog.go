@@ -70,8 +70,11 @@ type ringLog struct {
 	merging map[stream.TransferID]bool               // transfers merged from the replicas that stay
 	failed  map[stream.TransferID]string
 	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
-	lastErr string                    // the leader loop's last refusal, logged once
-	applyMu sync.Mutex                // orders onState's and joinLog's hand-overs to the machine
+	// downSince is when the leader's failure detector first held each member down, for
+	// --auto-remove-after; a member up again is forgotten, and a new leader starts afresh.
+	downSince map[ring.NodeID]time.Time
+	lastErr   string     // the leader loop's last refusal, logged once
+	applyMu   sync.Mutex // orders onState's and joinLog's hand-overs to the machine
 
 	cleanMu   sync.Mutex    // one cleanup at a time
 	cleanedAt atomic.Uint64 // the epoch of the last cleanup
@@ -81,7 +84,7 @@ type ringLog struct {
 // connections of mux, and its streamer. The state it saved is known at once.
 func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]context.CancelFunc{}, merging: map[stream.TransferID]bool{},
-		failed: map[stream.TransferID]string{}, first: map[ring.NodeID]time.Time{},
+		failed: map[stream.TransferID]string{}, first: map[ring.NodeID]time.Time{}, downSince: map[ring.NodeID]time.Time{},
 		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit)}
 	c.handler.StreamPacer = rl.send
 	var err error
@@ -140,6 +143,15 @@ func (rl *ringLog) apply(st *meta.State) {
 	}
 	if m, ok := st.Member(c.self); ok && m.State == meta.Left {
 		c.log.Info("decommissioned: this node is out of the ring and holds no range; it may be shut down", "epoch", st.Epoch)
+	}
+	if m, ok := st.Member(c.self); ok && m.State == meta.Removed {
+		// Back after its removal (kura admin removenode, or --auto-remove-after): its
+		// replicas were re-made on other nodes, and what it holds is stale.
+		c.removedOnce.Do(func() {
+			c.removed <- fmt.Errorf("node: this node (%s) was removed from the cluster at or before epoch %d while it was down; "+
+				"its ranges were re-replicated elsewhere and its data is stale: wipe its data directory (%s) to join anew",
+				c.self, st.Epoch, c.dir)
+		})
 	}
 	if c.gossip != nil {
 		m, ok := st.Member(c.self)
@@ -312,6 +324,7 @@ func (rl *ringLog) leaderLoop() {
 	defer rl.c.wg.Done()
 	rl.c.every(leaderInterval, func() {
 		if st := rl.log.Status(); st.RaftState != "Leader" {
+			clear(rl.downSince) // a leader again later counts afresh
 			return
 		}
 		rl.lead(time.Now())
@@ -356,6 +369,20 @@ func (rl *ringLog) lead(now time.Time) {
 			ops.Replaces = append(ops.Replaces, meta.Replacement{Old: old, New: id})
 		}
 	}
+	for id := range rl.downSince {
+		if !down[id] {
+			delete(rl.downSince, id)
+		}
+	}
+	for id := range down {
+		if _, ok := rl.downSince[id]; !ok {
+			rl.downSince[id] = now
+		}
+	}
+	if ops.Empty() {
+		// Nothing joining: remove the members down for longer than --auto-remove-after.
+		ops.Removes = topo.DeadToRemove(st, rl.downSince, down, now, rl.c.cfg.AutoRemoveAfter)
+	}
 	if ops.Empty() {
 		return
 	}
@@ -374,12 +401,37 @@ func (rl *ringLog) lead(now time.Time) {
 // and estimating bytes is the members' announced loads over the replication factor.
 func (rl *ringLog) planConfig() topo.Config {
 	level, _ := coord.ParseLevel(rl.c.cfg.Consistency) // validated by config
+	members := rl.c.gossip.Members()
 	var load int64
-	for _, g := range rl.c.gossip.Members() {
+	for _, g := range members {
 		load += g.Load
 	}
 	size := max(load/int64(max(rl.c.cfg.ReplicationFactor, 1)), 1)
-	return topo.Config{TokenAllocation: rl.c.cfg.TokenAllocation, NumTokens: rl.c.cfg.NumTokens, Level: level, Sizes: move.Uniform(size)}
+	cfg := topo.Config{TokenAllocation: rl.c.cfg.TokenAllocation, NumTokens: rl.c.cfg.NumTokens, Level: level, Sizes: move.Uniform(size)}
+	cfg.HandOff, cfg.Free = handOffConfig(rl.state.Load(), members)
+	return cfg
+}
+
+// handOffConfig says whether a removal may hand the removed nodes' tokens off (every
+// live member of the ring reads the entries that carry handoffs: a dead one reads nothing
+// until it is removed), and the free bytes the members announced.
+func handOffConfig(st *meta.State, members []cluster.Member) (bool, map[ring.NodeID]int64) {
+	byID := map[ring.NodeID]cluster.Member{}
+	free := map[ring.NodeID]int64{}
+	for _, g := range members {
+		byID[g.ID] = g
+		if g.Free > 0 {
+			free[g.ID] = g.Free
+		}
+	}
+	ok := true
+	for _, m := range st.Members {
+		g, known := byID[m.ID]
+		if m.State == meta.Normal && known && g.Up && g.MetaVersion < meta.EntryVersion {
+			ok = false
+		}
+	}
+	return ok, free
 }
 
 // propose proposes e and logs the outcome.

@@ -176,6 +176,33 @@ func Plan(s *meta.State, ops Ops, cfg Config, down map[ring.NodeID]bool, rng *ra
 	return e, mv, nil
 }
 
+// DeadToRemove returns the normal members of s that have been down for at least after
+// (since[id] is when the caller's failure detector first held each down one down, and
+// down those it holds down now), sorted: the removal the leader starts on its own
+// (config.AutoRemoveAfter). It returns none when after is 0, and none of a rack whose
+// every normal member is down: a whole rack lost at once is more likely a switch or power
+// failure that comes back than every machine in it gone, and re-replicating a rack's data
+// would take longer than waiting for it (Ceph's mon_osd_down_out_subtree_limit).
+func DeadToRemove(s *meta.State, since map[ring.NodeID]time.Time, down map[ring.NodeID]bool, now time.Time, after time.Duration) []ring.NodeID {
+	if after <= 0 {
+		return nil
+	}
+	rackUp := map[string]bool{}
+	for _, m := range s.Members {
+		if m.State == meta.Normal && !down[m.ID] {
+			rackUp[m.Rack] = true
+		}
+	}
+	var out []ring.NodeID
+	for _, m := range s.Members {
+		t, ok := since[m.ID]
+		if m.State == meta.Normal && down[m.ID] && ok && now.Sub(t) >= after && rackUp[m.Rack] {
+			out = append(out, m.ID)
+		}
+	}
+	return out
+}
+
 // ErrNoRoom is wrapped by Plan's error when a node would receive more than it has free.
 var ErrNoRoom = errors.New("topo: not enough free space")
 
