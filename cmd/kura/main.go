@@ -26,7 +26,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newBenchCmd(), newSimCmd(), newVersionCmd())
 	return root
 }
 
