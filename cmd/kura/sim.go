@@ -404,7 +404,7 @@ func runSeed002(w io.Writer, f simSeed002Flags) error {
 	if f.noRing {
 		return nil
 	}
-	fmt.Fprintf(w, "\nThe same platforms on kura's ring placement (%d vnodes a node, balanced, RF 3 rack-aware, n0000 lost): time as a fraction of the bound\n", f.vnodes)
+	fmt.Fprintf(w, "\nThe same platforms on kura's ring placement (%d vnodes a node, balanced, RF 3 rack-aware, the node kura sim move --seed %d loses): time as a fraction of the bound\n", f.vnodes, f.ringSeed)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "platform\tcopies\tbound s\twhole s\tbound MB/s\texact\tkura\thdfs\tring\tring-priority\tkura/whole\t\n")
 	rings := &movesim.Seed002Rings{VNodes: f.vnodes, Seed: f.ringSeed}

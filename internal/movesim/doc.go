@@ -13,6 +13,13 @@
 // bytes, each copy's start and end, and the ratio of the physical bound
 // (move.BoundRecovery, computed apart from any schedule) to the time.
 //
+// Scenarios (RunScenario) are what `kura sim move` runs: a ring of identical nodes built
+// by the balanced allocator, one event (a loss or removal re-replicated by a scheduler, or
+// a join planned by move.Plan, whose transfers RunTransfers runs through the same
+// driver), the bound and the ratio, per-node bytes and the phases' wall-clock times from
+// a clock the caller injects. seed002.go holds seed 002's platforms and tables, which
+// TestSeed002 and `kura sim seed002` share.
+//
 // The package is pure (internal/lint checks it): no clock, no goroutines, no randomness
 // beyond what a scheduler was built with.
 package movesim

@@ -263,17 +263,19 @@ func RunScenario(s Scenario) (*ScenarioResult, error) {
 	if s.Event == EventJoin {
 		return c.join()
 	}
-	rng := rand.New(rand.NewPCG(s.Seed, streamLost))
-	var lost []int
-	for _, k := range rng.Perm(s.Nodes)[:s.Count] {
-		lost = append(lost, k)
-	}
-	slices.Sort(lost)
 	sch, err := SchedulerByName(s.Scheduler, s.Seed)
 	if err != nil {
 		return nil, err
 	}
-	return c.loss(lost, sch)
+	return c.loss(s.lost(), sch)
+}
+
+// lost returns the indexes of the nodes a loss or removal takes out, drawn from the seed.
+func (s Scenario) lost() []int {
+	rng := rand.New(rand.NewPCG(s.Seed, streamLost))
+	lost := slices.Clone(rng.Perm(s.Nodes)[:s.Count])
+	slices.Sort(lost)
+	return lost
 }
 
 // SchedulerByName returns the scheduler reports call name; seed draws hdfs's choices.

@@ -126,7 +126,7 @@ func RunSeed002(p Seed002Platform, placementSeed, schedulerSeed uint64) (*Seed00
 // Seed002RingScenario is platform p on kura's ring placement: p's nodes (dealt
 // round-robin over its racks) in a ring of vnodes tokens each by balanced allocation, RF 3
 // rack-aware, each node holding what the paper's lost node holds (80 × (nodes-1) blocks
-// of 67 MB), the same disks, NICs and uplinks.
+// of 67 MB), the same disks, NICs and uplinks; one node lost.
 func Seed002RingScenario(p Seed002Platform, vnodes int, seed uint64) Scenario {
 	n := p.Racks * p.PerRack
 	s := Scenario{Nodes: n, Racks: p.Racks, DiskReadBps: p.DiskBps, DiskWriteBps: p.DiskBps, NICSendBps: 125e6, NICRecvBps: 125e6,
@@ -146,8 +146,9 @@ type Seed002Rings struct {
 	rings  map[[2]int]*cluster
 }
 
-// Run runs every scheduler on platform p on the ring placement (Seed002RingScenario):
-// node n0000 (rack r00) is lost.
+// Run runs every scheduler on platform p on the ring placement (Seed002RingScenario),
+// losing the node RunScenario loses for that scenario (drawn from the seed), so that
+// `kura sim move` with the same settings repeats a row.
 func (g *Seed002Rings) Run(p Seed002Platform) (*Seed002Row, error) {
 	s := Seed002RingScenario(p, g.VNodes, g.Seed)
 	if err := s.validate(); err != nil {
@@ -166,7 +167,7 @@ func (g *Seed002Rings) Run(p Seed002Platform) (*Seed002Row, error) {
 		g.rings[key] = c
 	}
 	c = &cluster{s: s, strategy: c.strategy, ring: c.ring, sizes: c.sizes}
-	change, fabric, err := c.lossChange([]int{0})
+	change, fabric, err := c.lossChange(s.lost())
 	if err != nil {
 		return nil, err
 	}
