@@ -146,10 +146,18 @@ wait_ready() {
   return 1
 }
 
-# wait_settled N LIMIT_S: node 1 reports N normal members, all up, and no change in flight.
+# settled N: every running node reports N normal members, all up, and no change in
+# flight (node 1 alone is not enough: a node whose gossip still holds two others down
+# answers UNAVAILABLE at QUORUM).
+settled() {
+  local k
+  for k in "${!PIDS[@]}"; do "$HELPER" settled -admin "$(admin "$k")" -normal "$1" || return 1; done
+}
+
+# wait_settled N LIMIT_S: until settled N.
 wait_settled() {
   local deadline=$((SECONDS + $2))
-  until "$HELPER" settled -admin "$(admin 1)" -normal "$1"; do
+  until settled "$1"; do
     for k in "${!PIDS[@]}"; do
       kill -0 "${PIDS[$k]}" 2>/dev/null || { echo "node $k exited" >&2; return 1; }
     done

@@ -89,7 +89,10 @@ type Row struct {
 	Rates Rates `json:"rates"`
 
 	Latency Latency `json:"latency"`
-	Verify  *Verify `json:"verify,omitempty"`
+	// Seconds are the recovery second by second, from 3 s before the removal to 3 s after
+	// the finish.
+	Seconds []Second `json:"seconds"`
+	Verify  *Verify  `json:"verify,omitempty"`
 	// Ranges of the ring after, and those with RF distinct replicas all on live normal
 	// members other than the victim.
 	Ranges   int `json:"ranges"`
@@ -161,6 +164,7 @@ func analyze(dir string) error {
 	}
 	r.measured(dir, ids)
 	r.Rates.LastSend, r.Rates.LastRecv, r.Rates.PeakBps, r.Rates.PeakNode, r.Rates.PeakSide = timelineRates(filepath.Join(dir, "timeline.jsonl"), remove, finish)
+	r.Seconds = secondsAround(filepath.Join(dir, "timeline.jsonl"), filepath.Join(dir, "ops.log"), remove, finish, 3, 3)
 	r.Ranges, r.RangesOK, err = rangesOK(after, r.VictimID)
 	if err != nil {
 		return err

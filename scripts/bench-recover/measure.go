@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -61,23 +60,9 @@ func (r *Row) measured(dir string, ids map[int]string) {
 // (about a second apart) from a second before the removal to a second after the finish.
 func timelineRates(path string, remove, finish time.Time) (lastSend, lastRecv map[int]float64, peak float64, peakNode int, peakSide string) {
 	lastSend, lastRecv = map[int]float64{}, map[int]float64{}
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	byNode := map[int][]Sample{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var s Sample
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Up {
-			byNode[s.Node] = append(byNode[s.Node], s)
-		}
-	}
+	byNode := readTimeline(path)
 	lo, hi := remove.Add(-time.Second).UnixNano(), finish.Add(time.Second).UnixNano()
 	for k, ss := range byNode {
-		slices.SortFunc(ss, func(a, b Sample) int { return int(a.UnixNS - b.UnixNS) })
 		for i := 1; i < len(ss); i++ {
 			a, b := ss[i-1], ss[i]
 			if a.UnixNS < lo || b.UnixNS > hi {

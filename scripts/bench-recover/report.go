@@ -176,6 +176,25 @@ func writeRun(b *strings.Builder, r *Row) {
 	row("load average before, after", fmt.Sprintf("%s; %s", loadavg(r.Uptime), loadavg(r.UptimeAfter)))
 	fmt.Fprintln(b)
 	writeNodes(b, r)
+	writeSeconds(b, r)
+}
+
+// writeSeconds is the recovery second by second: the streaming beside the foreground's p99.
+func writeSeconds(b *strings.Builder, r *Row) {
+	if len(r.Seconds) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Second by second (from the removal; the change finished at %.1f s):\n\n", r.Recovery)
+	fmt.Fprintf(b, "| s | sent, all nodes | received, all nodes | busiest node | epoch | ops | read p99 | write p99 |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Seconds {
+		busiest := "—"
+		if s.BusiestNode > 0 {
+			busiest = fmt.Sprintf("n%d %s", s.BusiestNode, mbps(s.BusiestBps))
+		}
+		fmt.Fprintf(b, "| %+.0f | %s | %s | %s | %d | %d | %.0f ms | %.0f ms |\n", s.At, mbps(s.SentBps), mbps(s.RecvBps),
+			busiest, s.Epoch, s.Ops, s.ReadP99, s.WriteP99)
+	}
+	fmt.Fprintln(b)
 }
 
 // writeNodes is the per-node table: measured against kura's plan.

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Second is one second of the recovery (and a few around it): what the nodes streamed and
+// what the foreground load saw, so that a latency spike can be set beside the streaming.
+type Second struct {
+	// At is the second's start, from the removal.
+	At float64 `json:"at_s"`
+	// SentBps and RecvBps are every node's stream rates summed; BusiestBps the highest
+	// one node had on either side, BusiestNode that node.
+	SentBps     float64 `json:"sent_bps"`
+	RecvBps     float64 `json:"recv_bps"`
+	BusiestBps  float64 `json:"busiest_bps"`
+	BusiestNode int     `json:"busiest_node"`
+	// Epoch is the highest ring version a node reported in the second.
+	Epoch uint64 `json:"epoch"`
+	// Operations due in the second: reads' and writes' p99, milliseconds.
+	ReadP99  float64 `json:"read_p99_ms"`
+	WriteP99 float64 `json:"write_p99_ms"`
+	Ops      int     `json:"ops"`
+}
+
+// secondsAround returns the seconds from `before` seconds before remove to `after` after
+// finish, from the timeline (each node's counters, interpolated at each second's bounds)
+// and the ops log.
+func secondsAround(timeline, ops string, remove, finish time.Time, before, after int) []Second {
+	n := before + int(math.Ceil(finish.Sub(remove).Seconds())) + after
+	out := make([]Second, n)
+	start := remove.Add(-time.Duration(before) * time.Second)
+	for i := range out {
+		out[i].At = float64(i - before)
+	}
+	byNode := readTimeline(timeline)
+	for k, ss := range byNode {
+		for i := range out {
+			a, b := start.Add(time.Duration(i)*time.Second).UnixNano(), start.Add(time.Duration(i+1)*time.Second).UnixNano()
+			s := counterAt(ss, b, true) - counterAt(ss, a, true)
+			r := counterAt(ss, b, false) - counterAt(ss, a, false)
+			out[i].SentBps += s
+			out[i].RecvBps += r
+			if m := max(s, r); m > out[i].BusiestBps {
+				out[i].BusiestBps, out[i].BusiestNode = m, k
+			}
+			for _, x := range ss {
+				if x.UnixNS >= a && x.UnixNS < b {
+					out[i].Epoch = max(out[i].Epoch, x.Epoch)
+				}
+			}
+		}
+	}
+	lat := make([][2][]float64, n)
+	if f, err := os.Open(ops); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fl := strings.Fields(sc.Text())
+			if len(fl) < 3 {
+				continue
+			}
+			due, _ := strconv.ParseInt(fl[0], 10, 64)
+			us, _ := strconv.ParseInt(fl[2], 10, 64)
+			i := int(math.Floor(float64(due-start.UnixNano()) / 1e9))
+			if i < 0 || i >= n {
+				continue
+			}
+			kind := 0
+			if fl[1] == "W" {
+				kind = 1
+			}
+			lat[i][kind] = append(lat[i][kind], float64(us)/1000)
+		}
+		f.Close()
+	}
+	for i := range out {
+		_, out[i].ReadP99, _ = percentiles(lat[i][0])
+		_, out[i].WriteP99, _ = percentiles(lat[i][1])
+		out[i].Ops = len(lat[i][0]) + len(lat[i][1])
+	}
+	return out
+}
+
+// readTimeline reads the timeline's samples of answering nodes, by node, in time order.
+func readTimeline(path string) map[int][]Sample {
+	byNode := map[int][]Sample{}
+	f, err := os.Open(path)
+	if err != nil {
+		return byNode
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var s Sample
+		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Up {
+			byNode[s.Node] = append(byNode[s.Node], s)
+		}
+	}
+	for _, ss := range byNode {
+		slices.SortFunc(ss, func(a, b Sample) int { return int(a.UnixNS - b.UnixNS) })
+	}
+	return byNode
+}
+
+// counterAt interpolates a node's sent (or received) counter at t; before its first
+// sample it is the first, after its last the last.
+func counterAt(ss []Sample, t int64, sent bool) float64 {
+	v := func(s Sample) float64 {
+		if sent {
+			return float64(s.Sent)
+		}
+		return float64(s.Received)
+	}
+	if len(ss) == 0 {
+		return 0
+	}
+	i, _ := slices.BinarySearchFunc(ss, t, func(s Sample, t int64) int { return int(s.UnixNS - t) })
+	switch {
+	case i == 0:
+		return v(ss[0])
+	case i == len(ss):
+		return v(ss[len(ss)-1])
+	}
+	a, b := ss[i-1], ss[i]
+	f := float64(t-a.UnixNS) / float64(b.UnixNS-a.UnixNS)
+	return v(a) + f*(v(b)-v(a))
+}
