@@ -92,10 +92,12 @@ func DefaultScenario() Scenario {
 		Scheduler: "kura", Event: EventLoss, Count: 1, Seed: 1}
 }
 
-// Limits on a scenario's size: past them the ring alone takes minutes.
+// Limits on a scenario's size: past the first two the ring alone takes minutes; past the
+// third the data set's bytes overflow.
 const (
 	MaxScenarioNodes  = 20000
 	MaxScenarioVNodes = 4096
+	MaxDataPerNode    = int64(1) << 50
 )
 
 // withDefaults fills s's zero fields from DefaultScenario.
@@ -152,6 +154,8 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("movesim: a negative rack uplink")
 	case s.DataPerNodeBytes < 0 || s.FreeBytes < 0:
 		return fmt.Errorf("movesim: negative bytes")
+	case s.DataPerNodeBytes > MaxDataPerNode:
+		return fmt.Errorf("movesim: %d bytes a node (at most %d)", s.DataPerNodeBytes, MaxDataPerNode)
 	case s.Count < 1:
 		return fmt.Errorf("movesim: an event of %d nodes", s.Count)
 	}

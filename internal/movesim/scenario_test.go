@@ -245,6 +245,7 @@ func TestScenarioRefusesNonsense(t *testing.T) {
 		func(s *Scenario) { s.Nodes = MaxScenarioNodes + 1 },
 		func(s *Scenario) { s.DiskReadBps = -1 },
 		func(s *Scenario) { s.UplinkUpBps = -1 },
+		func(s *Scenario) { s.DataPerNodeBytes = MaxDataPerNode + 1 },
 	} {
 		s := DefaultScenario()
 		s.VNodes = 4
