@@ -261,7 +261,11 @@ run_once() {
   if ! wait_settled $((NODES - 1)) "$RECOVERY_TIMEOUT"; then
     # What each survivor says of the change that did not finish, for the report.
     for k in "${!PIDS[@]}"; do curl -sf -m 5 "http://$(admin "$k")/cluster" >"$r/cluster-stuck-$k.json" || true; done
-    return 1
+    cp "$WORK/run/n1/meta/meta.state" "$r/meta-n1.state" 2>/dev/null || true
+    "$HELPER" stuck "$r/meta-n1.state" >"$r/stuck.txt" 2>&1 || true
+    echo "the recovery did not finish in $RECOVERY_TIMEOUT s:" >&2
+    cat "$r/stuck.txt" >&2
+    return 2
   fi
   t_settled=$(date +%s%N)
   for k in "${!PIDS[@]}"; do scrape "$r/metrics-after-$k.txt" "$k"; done
@@ -309,8 +313,11 @@ EOF
 # program on this shared machine, say).
 run_case() {
   local r=$OUT/runs/$3
+  local rc
   for try in 1 2; do
-    if run_once "$1" "$2" "$r"; then
+    rc=0
+    run_once "$1" "$2" "$r" || rc=$?
+    if [ "$rc" = 0 ]; then
       jq -r --arg n "$3" '"\($n): recovery \(.recovery_s | . * 10 | round / 10) s, bound \(.bound_s | . * 10 | round / 10) s (\(.bound_kind)), ratio \(.ratio | . * 1000 | round / 1000), moved \(.sent_bytes) B for \(.lost_bytes) B lost; p99 during/before reads \(.latency.read_p99_ratio | . * 100 | round / 100), writes \(.latency.write_p99_ratio | . * 100 | round / 100); missing \(.verify.missing + .verify.stale) of \(.verify.keys)"' "$r/row.json"
       return 0
     fi
@@ -318,24 +325,27 @@ run_case() {
     [ -z "$TIMELINE" ] || { kill "$TIMELINE" 2>/dev/null || true; wait "$TIMELINE" 2>/dev/null || true; TIMELINE=""; }
     stop_nodes
     echo "$3: try $try failed (logs in $r/logs)"
+    # A recovery that does not finish is kura's, not the machine's: it is not tried again.
+    [ "$rc" != 2 ] || break
     [ "$try" = 2 ] || { rm -rf "$r.failed-$try"; mv "$r" "$r.failed-$try"; }
   done
+  touch "$r/failed"
   return 1
 }
 
 rm -rf "$OUT"
 mkdir -p "$OUT/runs"
-echo "# $(date -u +%FT%TZ) nproc=$(nproc) $(uptime) records=$RECORDS tokens=\"$TOKENS\" mem_cap=$MEM_CAP stream_limit=${STREAM_LIMIT:-auto} limit_fraction=$LIMIT_FRACTION load_share=$LOAD_SHARE sat_s=$SAT_S before_s=$BEFORE_S runs=$RUNS quick=${QUICK:-0} kura=$(git rev-parse --short HEAD 2>/dev/null || echo '?')" | tee "$OUT/conditions.txt"
+echo "# $(date -u +%FT%TZ) nproc=$(nproc) $(uptime) records=$RECORDS tokens=\"$TOKENS\" mem_cap=$MEM_CAP stream_limit=${STREAM_LIMIT:-auto} limit_fraction=$LIMIT_FRACTION load_share=$LOAD_SHARE sat_s=$SAT_S before_s=$BEFORE_S runs=$RUNS quick=${QUICK:-0} tree=$(git rev-parse --short HEAD 2>/dev/null || echo '?') kura_bin=${KURA_BIN:-built from the tree}" | tee "$OUT/conditions.txt"
 for T in $TOKENS; do
   SAT="" RATE="" UNTHROTTLED=""
   load_base
   if [ "$CALIBRATE" = 1 ]; then
-    run_case unthrottled 0 "t$T-unthrottled"
-    UNTHROTTLED=$(jq -r .rates.peak_bps "$OUT/runs/t$T-unthrottled/row.json")
+    run_case unthrottled 0 "t$T-unthrottled" || true
+    [ ! -f "$OUT/runs/t$T-unthrottled/row.json" ] || UNTHROTTLED=$(jq -r .rates.peak_bps "$OUT/runs/t$T-unthrottled/row.json")
   fi
   LIMIT=${STREAM_LIMIT:-}
   if [ -z "$LIMIT" ]; then
-    [ -n "$UNTHROTTLED" ] || { echo "no STREAM_LIMIT and no calibration" >&2; exit 1; }
+    [ -n "$UNTHROTTLED" ] || { echo "t$T: no STREAM_LIMIT and no calibration: no limited run" >&2; continue; }
     LIMIT=$(awk -v u="$UNTHROTTLED" -v f="$LIMIT_FRACTION" 'BEGIN {x = u * f; printf "%d", (x == int(x)) ? x : int(x) + 1}')
   fi
   echo "t$T: unthrottled ${UNTHROTTLED:-?} B/s (a node's highest 1-s rate); stream limit $LIMIT B/s" | tee -a "$OUT/conditions.txt"

@@ -10,6 +10,7 @@
 //	bench-recover timeline -admins K=ADDR,... -out F   each node's status and stream counters once a second until SIGTERM
 //	bench-recover analyze RUN                          RUN/row.json from the files the script left in RUN
 //	bench-recover report -out FILE RESULTS             the report (docs/bench/recover.md) from RESULTS/runs/*/row.json
+//	bench-recover stuck META_STATE                     a recovery that did not finish: its transfers not done, from a node's meta.state
 //
 // The bytes of the lost replicas are counted in the unit the streams count (each row as a
 // stream page encodes it, bench-join's rowsizes), from copies of every node's store taken
@@ -25,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench-recover settled|rowsizes|load|verify|timeline|analyze|report ...")
+		fmt.Fprintln(os.Stderr, "usage: bench-recover settled|rowsizes|load|verify|timeline|analyze|report|stuck ...")
 		os.Exit(2)
 	}
 	var err error
@@ -49,6 +50,8 @@ func main() {
 		err = analyze(args[0])
 	case "report":
 		err = reportCmd(args)
+	case "stuck":
+		err = stuckCmd(args)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -41,11 +41,27 @@ func reportCmd(args []string) error {
 	var b strings.Builder
 	writeIntro(&b, *command, string(cond))
 	writeTargets(&b, rows)
+	// The part between the notes markers of the file already there is written by hand
+	// (what the figures say) and kept as it is.
+	if old, err := os.ReadFile(*out); err == nil {
+		o := string(old)
+		if i, j := strings.Index(o, notesMarker), strings.Index(o, notesEnd); i >= 0 && j > i {
+			b.WriteString(o[i : j+len(notesEnd)])
+			b.WriteString("\n\n")
+		}
+	}
 	for i := range rows {
 		writeRun(&b, &rows[i])
 	}
+	writeFailed(&b, res)
 	return os.WriteFile(*out, []byte(b.String()), 0o644)
 }
+
+// notesMarker and notesEnd bound the report's hand-written part, which a new report keeps.
+const (
+	notesMarker = "<!-- notes: written by hand, kept by bench-recover report -->"
+	notesEnd    = "<!-- end of notes -->"
+)
 
 func writeIntro(b *strings.Builder, command, cond string) {
 	fmt.Fprintf(b, `# Re-replication on a real 6-host cluster (issue 33, point 7)
@@ -232,4 +248,19 @@ func loadavg(up string) string {
 		return strings.TrimSpace(after)
 	}
 	return up
+}
+
+// writeFailed lists the runs whose recovery did not finish, with what bench-recover stuck
+// found in a survivor's metadata.
+func writeFailed(b *strings.Builder, res string) {
+	marks, _ := filepath.Glob(filepath.Join(res, "runs", "*", "failed"))
+	for _, m := range marks {
+		dir := filepath.Dir(m)
+		fmt.Fprintf(b, "## %s: did not finish\n\n", filepath.Base(dir))
+		if st, err := os.ReadFile(filepath.Join(dir, "stuck.txt")); err == nil {
+			fmt.Fprintf(b, "The change in flight when the script gave up, from node 1's metadata (`bench-recover stuck`):\n\n```\n%s```\n\n", st)
+		} else {
+			fmt.Fprintf(b, "No stuck.txt: a node did not start, or the removal was refused (logs in the run's directory).\n\n")
+		}
+	}
 }
