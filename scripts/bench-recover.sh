@@ -23,7 +23,8 @@
 # RECOVERY_TIMEOUT (1800 [300] s: a recovery not finished by then fails the run, leaving
 # each survivor's /cluster in cluster-stuck-K.json), SERVER_FLAGS (more kura server flags,
 # e.g. --durability=periodic), KURA_BIN (a kura binary instead of building this tree's),
-# KEEP (1 keeps the work directory), REPORT (the report's path: docs/bench/recover.md
+# LABEL (a prefix of the runs' names, e.g. the binary's commit), KEEP (1 keeps the work
+# directory), REPORT (the report's path: docs/bench/recover.md
 # [OUT/recover.md]).
 #
 # The data is loaded once per token setting into a fresh 6-node cluster (uncapped:
@@ -60,6 +61,7 @@ AFTER_S=${AFTER_S:-5}
 REPORT=${REPORT:-docs/bench/recover.md}
 RECOVERY_TIMEOUT=${RECOVERY_TIMEOUT:-1800}
 SERVER_FLAGS=${SERVER_FLAGS:-}
+LABEL=${LABEL:-}
 BASE=${BASE_PORT:-29000}
 NODES=6
 WORK=$(mktemp -d /tmp/kura-recover.XXXXXX)
@@ -340,8 +342,8 @@ for T in $TOKENS; do
   SAT="" RATE="" UNTHROTTLED=""
   load_base
   if [ "$CALIBRATE" = 1 ]; then
-    run_case unthrottled 0 "t$T-unthrottled" || true
-    [ ! -f "$OUT/runs/t$T-unthrottled/row.json" ] || UNTHROTTLED=$(jq -r .rates.peak_bps "$OUT/runs/t$T-unthrottled/row.json")
+    run_case unthrottled 0 "${LABEL}t$T-unthrottled" || true
+    [ ! -f "$OUT/runs/${LABEL}t$T-unthrottled/row.json" ] || UNTHROTTLED=$(jq -r .rates.peak_bps "$OUT/runs/${LABEL}t$T-unthrottled/row.json")
   fi
   LIMIT=${STREAM_LIMIT:-}
   if [ -z "$LIMIT" ]; then
@@ -349,9 +351,9 @@ for T in $TOKENS; do
     LIMIT=$(awk -v u="$UNTHROTTLED" -v f="$LIMIT_FRACTION" 'BEGIN {x = u * f; printf "%d", (x == int(x)) ? x : int(x) + 1}')
   fi
   echo "t$T: unthrottled ${UNTHROTTLED:-?} B/s (a node's highest 1-s rate); stream limit $LIMIT B/s" | tee -a "$OUT/conditions.txt"
-  for i in $(seq "$RUNS"); do run_case limited "$LIMIT" "t$T-limited-$i" || true; done
+  for i in $(seq "$RUNS"); do run_case limited "$LIMIT" "${LABEL}t$T-limited-$i" || true; done
 done
 echo "# done $(date -u +%FT%TZ) $(uptime)" | tee -a "$OUT/conditions.txt"
 mkdir -p "$(dirname "$REPORT")"
-"$HELPER" report -out "$REPORT" -command "${QUICK:+QUICK=1 }scripts/bench-recover.sh $OUT" "$OUT"
+"$HELPER" report -out "$REPORT" "$OUT"
 echo "report: $REPORT"
