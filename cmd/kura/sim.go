@@ -115,6 +115,7 @@ func addScenarioFlags(cmd *cobra.Command, s *movesim.Scenario) {
 	fl.StringVar(&s.Placement, "placement", s.Placement, "placement strategy: simple, host-aware, rack-aware or engine-diverse")
 	fl.StringVar(&s.TokenAllocation, "token-allocation", s.TokenAllocation, "the starting ring's and the joiners' tokens: balanced, greedy (balanced without refinement, faster) or random")
 	fl.StringVar(&s.Scheduler, "scheduler", s.Scheduler, "re-replication scheduler: kura, hdfs, ring or ring-priority")
+	fl.StringVar(&s.Copies, "copies", s.Copies, "how a recovery places and copies the lost replicas: handoff (as a kura cluster: the dead node's tokens handed to survivors, each new replica merged from every live peer; the scheduler only orders) or free (the scheduler picks each copy's one source and its destination, as seed 002)")
 	fl.StringVar(&s.Event, "event", s.Event, "loss, remove or join")
 	fl.IntVar(&s.Count, "count", s.Count, "nodes the event takes out or adds")
 	fl.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the tokens, the nodes lost and hdfs's choices")
@@ -154,8 +155,11 @@ func printSimReport(w io.Writer, res *movesim.ScenarioResult, top int, wall time
 	fmt.Fprintf(w, "hardware:    disks %s read, %s write; NICs %s send, %s receive; uplinks %s up, %s down\n",
 		fmtRate(s.DiskReadBps), fmtRate(s.DiskWriteBps), fmtRate(s.NICSendBps), fmtRate(s.NICRecvBps), fmtRate(s.UplinkUpBps), fmtRate(s.UplinkDownBps))
 	fmt.Fprintf(w, "scheduler:   %s\n", res.Scheduler)
+	if s.Event != movesim.EventJoin {
+		fmt.Fprintf(w, "copies:      %s\n", s.Copies)
+	}
 	fmt.Fprintf(w, "transfers:   %d\n", res.Transfers)
-	fmt.Fprintf(w, "moved:       %d bytes (%s; minimum %s, short %s)\n", res.MovedBytes, fmtBytes(float64(res.MovedBytes)), fmtBytes(float64(res.MinimumBytes)), fmtBytes(float64(res.ShortBytes)))
+	fmt.Fprintf(w, "moved:       %d bytes (%s; lost or minimum %s, short %s)\n", res.MovedBytes, fmtBytes(float64(res.MovedBytes)), fmtBytes(float64(res.MinimumBytes)), fmtBytes(float64(res.ShortBytes)))
 	fmt.Fprintf(w, "time:        %.3f s\n", res.Seconds)
 	exact := "exact"
 	if !res.Bound.Exact {

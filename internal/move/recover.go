@@ -166,10 +166,35 @@ func NewRecovery(f Fabric, rules Rules, down map[ring.NodeID]bool, needs []Need)
 			}
 			continue
 		}
-		for range nd.Missing {
+		// The strict candidates may be too few for every missing replica (two replicas lost
+		// on a rack with one live node left): those beyond the hosts they offer keep the
+		// host rule only, away from the strict candidates, so that no order of assignment
+		// leaves a copy without a destination.
+		strictHosts := nd.Missing
+		var rest []int32
+		if !relaxed && nd.To == nil && nd.Missing > 1 {
+			if strictHosts = r.distinctHosts(cands); strictHosts < nd.Missing {
+				all, _ := r.findCandidatesRule(peers, nd.Bytes, false)
+				for _, n := range all {
+					if !slices.Contains(cands, n) {
+						rest = append(rest, n)
+					}
+				}
+			}
+		}
+		for k := range nd.Missing {
+			cs, rx := cands, relaxed
+			if k >= strictHosts {
+				if len(rest) == 0 {
+					r.Short = append(r.Short, Need{Range: nd.Range, Bytes: nd.Bytes, Peers: slices.Clone(nd.Peers), Missing: nd.Missing - k,
+						Source: nd.Source, To: slices.Clone(nd.To)})
+					break
+				}
+				cs, rx = rest, true
+			}
 			r.Copies = append(r.Copies, Copy{Range: nd.Range, Bytes: nd.Bytes, Peers: slices.Clone(nd.Peers),
-				Sources: r.ids(sources), Group: group, Relaxed: relaxed})
-			r.sources, r.peers, r.candidates = append(r.sources, sources), append(r.peers, peers), append(r.candidates, cands)
+				Sources: r.ids(sources), Group: group, Relaxed: rx})
+			r.sources, r.peers, r.candidates = append(r.sources, sources), append(r.peers, peers), append(r.candidates, cs)
 		}
 	}
 	return r, nil
@@ -243,18 +268,32 @@ func (r *Recovery) ids(nodes []int) []ring.NodeID {
 // findCandidates returns the live nodes that may take a replica of bytes next to peers,
 // in fabric order, and whether the rack and role rules had to be dropped to find any.
 func (r *Recovery) findCandidates(peers []int, bytes int64) ([]int32, bool) {
-	var out []int32
 	for _, strict := range []bool{true, false} {
-		for n := range r.Fabric.Nodes {
-			if r.live[n] && r.Fabric.Nodes[n].FreeBytes >= bytes && r.allows(peers, n, strict) {
-				out = append(out, int32(n))
-			}
-		}
-		if len(out) > 0 {
+		if out, _ := r.findCandidatesRule(peers, bytes, strict); len(out) > 0 {
 			return out, !strict
 		}
 	}
 	return nil, false
+}
+
+// findCandidatesRule is findCandidates under the strict rules or the host rule alone.
+func (r *Recovery) findCandidatesRule(peers []int, bytes int64, strict bool) ([]int32, bool) {
+	var out []int32
+	for n := range r.Fabric.Nodes {
+		if r.live[n] && r.Fabric.Nodes[n].FreeBytes >= bytes && r.allows(peers, n, strict) {
+			out = append(out, int32(n))
+		}
+	}
+	return out, !strict
+}
+
+// distinctHosts returns how many hosts nodes are on.
+func (r *Recovery) distinctHosts(nodes []int32) int {
+	seen := map[int]bool{}
+	for _, n := range nodes {
+		seen[r.host[n]] = true
+	}
+	return len(seen)
 }
 
 // fixedCandidates returns the nodes of to that are live, in the fabric and have room for

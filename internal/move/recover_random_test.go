@@ -64,6 +64,8 @@ func checkRestores(c Change, f Fabric, r *Recovery, s *Schedule) error {
 			continue // a shortfall: the data cannot be copied now
 		case len(got) == 0 && !anyRoom(c, hw, inTarget, rg, stay):
 			continue // a shortfall: no live node with room for it off the replicas' hosts
+		case len(got) < len(old)-len(stay) && !anyRoom(c, hw, inTarget, rg, append(slices.Clone(stay), destinations(got)...)):
+			// a partial shortfall: no further live node with room off the set's hosts
 		case len(got) != len(old)-len(stay):
 			return fmt.Errorf("%s lost %d replicas and gets %d copies", rg, len(old)-len(stay), len(got))
 		}
@@ -299,4 +301,12 @@ func TestKuraLoadAgainstTheOptimum(t *testing.T) {
 		worst, sum = min(worst, opt/got), sum+opt/got
 	}
 	t.Logf("%d recoveries: kura's load reaches %.3f of the optimum on average, %.3f at worst", count, sum/float64(count), worst)
+}
+
+func destinations(as []Assignment) []ring.NodeID {
+	var out []ring.NodeID
+	for _, a := range as {
+		out = append(out, a.Destination)
+	}
+	return out
 }

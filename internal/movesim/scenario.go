@@ -34,6 +34,21 @@ const (
 	AllocRandom = "random"
 )
 
+// How a recovery places and copies the lost replicas (Scenario.Copies).
+const (
+	// CopiesHandoff is what a kura cluster does (docs/design/rereplication.md, section 7):
+	// the dead nodes' tokens are handed to survivors (move.HandOff), the ranges go where
+	// the handed-off ring places them, and each new replica is merged from every live
+	// replica that stays (move.RecoveryOfPlan). The scheduler only orders the copies and
+	// limits streams. The bound is over every choice of destinations for the same merged
+	// copies (move.RecoveryFromChangeWith, FromEveryPeer).
+	CopiesHandoff = "handoff"
+	// CopiesFree lets the scheduler choose each copy's source among the live replicas and
+	// its destination among every node the placement rules allow (move.RecoveryFromChange):
+	// seed 002's model, for immutable blocks that any one replica can supply.
+	CopiesFree = "free"
+)
+
 // Scenario is one simulated event in a cluster of identical nodes, as `kura sim move`
 // takes it. A zero field takes the default its comment gives (DefaultScenario has them
 // all); RunScenario refuses values that make no sense.
@@ -69,6 +84,9 @@ type Scenario struct {
 	// Scheduler schedules a recovery: kura (the default), hdfs, ring or ring-priority
 	// (SchedulerByName). A join has no scheduler: Plan chooses its sources.
 	Scheduler string `json:"scheduler"`
+	// Copies is how a recovery places and copies the lost replicas (the Copies constants):
+	// handoff (the default), as a kura cluster does, or free, as seed 002's schedulers do.
+	Copies string `json:"copies"`
 	// Event is loss (the default), remove or join; Count how many nodes it takes out or
 	// adds (default 1). The nodes lost are drawn from Seed.
 	Event string `json:"event"`
@@ -89,7 +107,7 @@ type Scenario struct {
 func DefaultScenario() Scenario {
 	return Scenario{Nodes: 12, Racks: 2, DiskReadBps: 100e6, DiskWriteBps: 100e6, NICSendBps: 125e6, NICRecvBps: 125e6,
 		DataPerNodeBytes: 100e9, VNodes: 256, RF: 3, Placement: ring.RackAware{}.Name(), TokenAllocation: AllocBalanced,
-		Scheduler: "kura", Event: EventLoss, Count: 1, Seed: 1}
+		Scheduler: "kura", Copies: CopiesHandoff, Event: EventLoss, Count: 1, Seed: 1}
 }
 
 // Limits on a scenario's size: past the first two the ring alone takes minutes; past the
@@ -130,6 +148,7 @@ func (s Scenario) withDefaults() Scenario {
 	setS(&s.Placement, d.Placement)
 	setS(&s.TokenAllocation, d.TokenAllocation)
 	setS(&s.Scheduler, d.Scheduler)
+	setS(&s.Copies, d.Copies)
 	setS(&s.Event, d.Event)
 	if s.DataPerNodeBytes == 0 {
 		s.DataPerNodeBytes = d.DataPerNodeBytes
@@ -170,6 +189,9 @@ func (s Scenario) validate() error {
 		}
 	default:
 		return fmt.Errorf("movesim: unknown event %q (want %s, %s or %s)", s.Event, EventLoss, EventRemove, EventJoin)
+	}
+	if s.Copies != CopiesHandoff && s.Copies != CopiesFree {
+		return fmt.Errorf("movesim: unknown copies %q (want %s or %s)", s.Copies, CopiesHandoff, CopiesFree)
 	}
 	switch s.TokenAllocation {
 	case AllocBalanced, AllocGreedy, AllocRandom:

@@ -33,12 +33,36 @@ func (c *cluster) lossChange(lost []int) (move.Change, move.Fabric, error) {
 }
 
 // lossRecovery is the re-replication problem of a change that takes dead nodes out of the
-// ring: today every range the dead nodes replicated, cut as Plan cuts the ring, needing as
-// many new replicas as it lost (move.RecoveryFromChange). It is the one place the
-// scenarios build a recovery, so that a planner that hands the dead nodes' tokens to
-// survivors instead can replace its body alone.
-func lossRecovery(change move.Change, fabric move.Fabric) (*move.Recovery, error) {
-	return move.RecoveryFromChange(change, fabric)
+// ring, as copies says (Scenario.Copies), and the problem its bound is computed on: with
+// CopiesFree both are every range the dead nodes replicated, cut as Plan cuts the ring,
+// needing as many new replicas as it lost (move.RecoveryFromChange); with CopiesHandoff the
+// copies are those of the ring move.HandOff gives, merged from every live peer as a kura
+// node merges them (move.RecoveryOfPlan), and the bound's problem is the same merged
+// copies with their destinations free. It is the one place the scenarios build a recovery.
+func lossRecovery(change move.Change, fabric move.Fabric, copies string) (run, bound *move.Recovery, err error) {
+	if copies == CopiesFree {
+		r, err := move.RecoveryFromChange(change, fabric)
+		return r, r, err
+	}
+	change.Strict = true
+	opts := move.RecoveryOptions{FromEveryPeer: true}
+	hs, err := move.HandOff(change, fabric, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	handed := change
+	if handed.Target, err = move.ApplyHandoffs(change.Target, hs); err != nil {
+		return nil, nil, err
+	}
+	mv, err := move.Plan(handed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if run, err = move.RecoveryOfPlan(handed, mv, fabric); err != nil {
+		return nil, nil, err
+	}
+	bound, err = move.RecoveryFromChangeWith(change, fabric, opts)
+	return run, bound, err
 }
 
 // loss simulates losing the nodes at indexes lost, scheduled by sch.
@@ -52,7 +76,7 @@ func (c *cluster) loss(lost []int, sch move.Scheduler) (*ScenarioResult, error) 
 		res.EventNodes = append(res.EventNodes, c.ring.Nodes()[k].ID)
 	}
 	start := c.now()
-	r, err := lossRecovery(change, fabric)
+	r, boundR, err := lossRecovery(change, fabric, c.s.Copies)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +86,7 @@ func (c *cluster) loss(lost []int, sch move.Scheduler) (*ScenarioResult, error) 
 	}
 	res.Timings.PlanSeconds = c.since(start)
 	start = c.now()
-	bound, err := move.BoundRecovery(r)
+	bound, err := move.BoundRecovery(boundR)
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +98,10 @@ func (c *cluster) loss(lost []int, sch move.Scheduler) (*ScenarioResult, error) 
 	}
 	res.Timings.SimulationSeconds = c.since(start)
 	res.Transfers, res.MovedBytes = len(r.Copies), r.CopyBytes()
-	for _, nd := range r.Short {
+	for _, nd := range boundR.Short {
 		res.ShortBytes += nd.Bytes * int64(nd.Missing)
 	}
-	res.MinimumBytes = res.MovedBytes + res.ShortBytes
+	res.MinimumBytes = lostBytes(boundR) + res.ShortBytes
 	res.fill(run, c.s.traffic(fabric, run.Load.Sent, run.Load.Received))
 	return res, nil
 }
@@ -305,4 +329,24 @@ func median(xs []float64) float64 {
 	}
 	ys := slices.Sorted(slices.Values(xs))
 	return ys[len(ys)/2]
+}
+
+// lostBytes returns the bytes of the replicas r's copies make, each once: a merged
+// replica's copies (one per live peer, RecoveryOptions.FromEveryPeer) count as one.
+func lostBytes(r *move.Recovery) int64 {
+	var out float64
+	for _, c := range r.Copies {
+		live := 0
+		for _, p := range c.Peers {
+			if !r.Down[p] {
+				live++
+			}
+		}
+		if c.Sources != nil && len(c.Sources) < live {
+			out += float64(c.Bytes) / float64(live) // one of a merge's copies
+		} else {
+			out += float64(c.Bytes)
+		}
+	}
+	return int64(math.Round(out))
 }

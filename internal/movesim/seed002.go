@@ -131,7 +131,7 @@ func Seed002RingScenario(p Seed002Platform, vnodes int, seed uint64) Scenario {
 	n := p.Racks * p.PerRack
 	s := Scenario{Nodes: n, Racks: p.Racks, DiskReadBps: p.DiskBps, DiskWriteBps: p.DiskBps, NICSendBps: 125e6, NICRecvBps: 125e6,
 		DataPerNodeBytes: int64(80 * (n - 1) * Seed002BlockBytes), VNodes: vnodes, RF: 3, Placement: ring.RackAware{}.Name(),
-		TokenAllocation: AllocBalanced, Scheduler: "kura", Event: EventLoss, Count: 1, Seed: seed}
+		TokenAllocation: AllocBalanced, Scheduler: "kura", Copies: CopiesFree, Event: EventLoss, Count: 1, Seed: seed}
 	if p.Racks > 1 {
 		s.UplinkUpBps, s.UplinkDownBps = p.InterRackBps, p.InterRackBps
 	}
@@ -171,7 +171,7 @@ func (g *Seed002Rings) Run(p Seed002Platform) (*Seed002Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := lossRecovery(change, fabric)
+	r, _, err := lossRecovery(change, fabric, CopiesFree)
 	if err != nil {
 		return nil, err
 	}
