@@ -32,9 +32,11 @@ type Row struct {
 	SaturationOps float64 `json:"saturation_ops"`
 	RateOps       float64 `json:"rate_ops"`
 
-	Victim      int    `json:"victim"`
-	VictimID    string `json:"victim_id"`
-	VictimVoter bool   `json:"victim_voter"`
+	// IDs are the nodes' IDs by the script's numbers (n1..n6).
+	IDs         map[int]string `json:"ids"`
+	Victim      int            `json:"victim"`
+	VictimID    string         `json:"victim_id"`
+	VictimVoter bool           `json:"victim_voter"`
 
 	// Moments, seconds from the kill: the removenode that was accepted was sent at
 	// Remove (Detect: the failure detector must hold the node down first); the last
@@ -118,6 +120,10 @@ type Rates struct {
 	PeakNode           int             `json:"peak_node"`
 	PeakSide           string          `json:"peak_side"`
 	LastSend, LastRecv map[int]float64 // when each node last sent or received (timeline), s from Remove
+	// CPUBefore and CPUDuring are each node's cores used in the latency windows (before
+	// the kill, the recovery); MachineBefore and MachineDuring the machine's busy share.
+	CPUBefore, CPUDuring         map[int]float64
+	MachineBefore, MachineDuring float64
 }
 
 func analyze(dir string) error {
@@ -159,11 +165,14 @@ func analyze(dir string) error {
 	}
 	r.VictimStoreBytes, _ = strconv.ParseInt(env["victim_store_bytes"], 10, 64)
 	ids := nodeIDs(dir)
+	r.IDs = ids
 	if err := r.bounds(before, after, keys, ids); err != nil {
 		return err
 	}
 	r.measured(dir, ids)
 	r.Rates.LastSend, r.Rates.LastRecv, r.Rates.PeakBps, r.Rates.PeakNode, r.Rates.PeakSide = timelineRates(filepath.Join(dir, "timeline.jsonl"), remove, finish)
+	beforeS, _ := strconv.ParseFloat(env["before_s"], 64)
+	r.cpu(filepath.Join(dir, "timeline.jsonl"), kill.Add(-time.Duration(beforeS*float64(time.Second))), kill, remove, finish)
 	r.Seconds = secondsAround(filepath.Join(dir, "timeline.jsonl"), filepath.Join(dir, "ops.log"), remove, finish, 3, 3)
 	r.Ranges, r.RangesOK, err = rangesOK(after, r.VictimID)
 	if err != nil {

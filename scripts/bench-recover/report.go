@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -164,9 +165,9 @@ func writeRun(b *strings.Builder, r *Row) {
 	row("kill to removal accepted", secs(r.Remove))
 	row("recovery (removal to the change's finish)", secs(r.Recovery))
 	if r.Limit > 0 {
-		row("bound, one source per copy (fluid; whole ranges)", fmt.Sprintf("%s; %s%s", secs(r.OneSource.Seconds), secs(r.OneSource.WholeSeconds), setBy(r.OneSource)))
+		row("bound, one source per copy (fluid; whole ranges)", fmt.Sprintf("%s; %s%s", secs(r.OneSource.Seconds), secs(r.OneSource.WholeSeconds), setBy(r, r.OneSource)))
 		if r.EveryPeer != nil {
-			row("bound, every live peer a source (fluid; whole ranges)", fmt.Sprintf("%s; %s%s", secs(r.EveryPeer.Seconds), secs(r.EveryPeer.WholeSeconds), setBy(*r.EveryPeer)))
+			row("bound, every live peer a source (fluid; whole ranges)", fmt.Sprintf("%s; %s%s", secs(r.EveryPeer.Seconds), secs(r.EveryPeer.WholeSeconds), setBy(r, *r.EveryPeer)))
 		}
 		row("**bound ÷ recovery**", fmt.Sprintf("**%.3f** (%s)", r.Ratio, r.BoundKind))
 		row("kura's plan at the limit ÷ recovery", fmt.Sprintf("%s ÷ %s = %.3f (busiest: %s)", secs(r.PlanSeconds), secs(r.Recovery), r.PlanRatio, r.PlanBusiest))
@@ -203,14 +204,18 @@ func writeSeconds(b *strings.Builder, r *Row) {
 		return
 	}
 	fmt.Fprintf(b, "Second by second (from the removal; the change finished at %.1f s):\n\n", r.Recovery)
-	fmt.Fprintf(b, "| s | sent, all nodes | received, all nodes | busiest node | epoch | ops | read p99 | write p99 |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "| s | sent, all nodes | received, all nodes | busiest node | nodes' CPU (cores) | busiest CPU | machine busy | epoch | ops | read p99 | write p99 |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range r.Seconds {
 		busiest := "—"
 		if s.BusiestNode > 0 {
 			busiest = fmt.Sprintf("n%d %s", s.BusiestNode, mbps(s.BusiestBps))
 		}
-		fmt.Fprintf(b, "| %+.0f | %s | %s | %s | %d | %d | %.0f ms | %.0f ms |\n", s.At, mbps(s.SentBps), mbps(s.RecvBps),
-			busiest, s.Epoch, s.Ops, s.ReadP99, s.WriteP99)
+		cpu := "—"
+		if s.BusiestCPUNode > 0 {
+			cpu = fmt.Sprintf("n%d %.2f", s.BusiestCPUNode, s.BusiestCPU)
+		}
+		fmt.Fprintf(b, "| %+.0f | %s | %s | %s | %.2f | %s | %.0f%% | %d | %d | %.0f ms | %.0f ms |\n", s.At, mbps(s.SentBps), mbps(s.RecvBps),
+			busiest, s.NodesCPU, cpu, 100*s.MachineBusy, s.Epoch, s.Ops, s.ReadP99, s.WriteP99)
 	}
 	fmt.Fprintln(b)
 }
@@ -222,19 +227,25 @@ func writeNodes(b *strings.Builder, r *Row) {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	fmt.Fprintf(b, "| node | sent | plan sends | received | plan receives | last sent at | last received at |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "| node | sent | plan sends | received | plan receives | last sent at | last received at | CPU before, during (cores) |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, k := range ks {
-		fmt.Fprintf(b, "| n%d | %s | %s | %s | %s | %s | %s |\n", k, mb(r.Sent[k]), mb(r.PlanSend[k]), mb(r.Received[k]), mb(r.PlanReceive[k]),
-			opt(r.Rates.LastSend, k), opt(r.Rates.LastRecv, k))
+		fmt.Fprintf(b, "| n%d | %s | %s | %s | %s | %s | %s | %.2f, %.2f |\n", k, mb(r.Sent[k]), mb(r.PlanSend[k]), mb(r.Received[k]), mb(r.PlanReceive[k]),
+			opt(r.Rates.LastSend, k), opt(r.Rates.LastRecv, k), r.Rates.CPUBefore[k], r.Rates.CPUDuring[k])
 	}
-	fmt.Fprintln(b)
+	fmt.Fprintf(b, "\nThe machine (%d cores, shared with other work) was %.0f%% busy before the kill and %.0f%% during the recovery.\n\n",
+		runtime.NumCPU(), 100*r.Rates.MachineBefore, 100*r.Rates.MachineDuring)
 }
 
-func setBy(b Bound) string {
+// setBy names what sets bound b, nodes by their numbers.
+func setBy(r *Row, b Bound) string {
 	if len(b.Limits) == 0 {
 		return ""
 	}
-	return " (set by " + strings.Join(b.Limits, ", ") + ")"
+	s := strings.Join(b.Limits, ", ")
+	for k, id := range r.IDs {
+		s = strings.ReplaceAll(s, id, fmt.Sprintf("n%d", k))
+	}
+	return " (set by " + s + ")"
 }
 
 func opt(m map[int]float64, k int) string {

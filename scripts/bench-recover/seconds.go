@@ -22,6 +22,13 @@ type Second struct {
 	RecvBps     float64 `json:"recv_bps"`
 	BusiestBps  float64 `json:"busiest_bps"`
 	BusiestNode int     `json:"busiest_node"`
+	// NodesCPU is the cores every node used in the second, summed; BusiestCPU the most
+	// one node used, BusiestCPUNode that node; MachineBusy the share of the machine's CPU
+	// time busy (every program's: the machine is shared).
+	NodesCPU       float64 `json:"nodes_cpu"`
+	BusiestCPU     float64 `json:"busiest_cpu"`
+	BusiestCPUNode int     `json:"busiest_cpu_node"`
+	MachineBusy    float64 `json:"machine_busy"`
 	// Epoch is the highest ring version a node reported in the second.
 	Epoch uint64 `json:"epoch"`
 	// Operations due in the second: reads' and writes' p99, milliseconds.
@@ -44,8 +51,16 @@ func secondsAround(timeline, ops string, remove, finish time.Time, before, after
 	for k, ss := range byNode {
 		for i := range out {
 			a, b := start.Add(time.Duration(i)*time.Second).UnixNano(), start.Add(time.Duration(i+1)*time.Second).UnixNano()
-			s := counterAt(ss, b, true) - counterAt(ss, a, true)
-			r := counterAt(ss, b, false) - counterAt(ss, a, false)
+			s := interpolate(ss, b, sentOf) - interpolate(ss, a, sentOf)
+			r := interpolate(ss, b, receivedOf) - interpolate(ss, a, receivedOf)
+			cpu := interpolate(ss, b, cpuOf) - interpolate(ss, a, cpuOf)
+			out[i].NodesCPU += cpu
+			if cpu > out[i].BusiestCPU {
+				out[i].BusiestCPU, out[i].BusiestCPUNode = cpu, k
+			}
+			if busy, total := interpolate(ss, b, busyOf)-interpolate(ss, a, busyOf), interpolate(ss, b, totalOf)-interpolate(ss, a, totalOf); total > 0 {
+				out[i].MachineBusy = busy / total
+			}
 			out[i].SentBps += s
 			out[i].RecvBps += r
 			if m := max(s, r); m > out[i].BusiestBps {
@@ -110,15 +125,16 @@ func readTimeline(path string) map[int][]Sample {
 	return byNode
 }
 
-// counterAt interpolates a node's sent (or received) counter at t; before its first
-// sample it is the first, after its last the last.
-func counterAt(ss []Sample, t int64, sent bool) float64 {
-	v := func(s Sample) float64 {
-		if sent {
-			return float64(s.Sent)
-		}
-		return float64(s.Received)
-	}
+// Sample fields interpolate reads.
+func sentOf(s Sample) float64     { return float64(s.Sent) }
+func receivedOf(s Sample) float64 { return float64(s.Received) }
+func cpuOf(s Sample) float64      { return s.CPUSeconds }
+func busyOf(s Sample) float64     { return float64(s.MachineBusy) }
+func totalOf(s Sample) float64    { return float64(s.MachineTotal) }
+
+// interpolate returns a node's counter v at t, linear between its samples; before its
+// first sample it is the first, after its last the last.
+func interpolate(ss []Sample, t int64, v func(Sample) float64) float64 {
 	if len(ss) == 0 {
 		return 0
 	}
@@ -132,4 +148,27 @@ func counterAt(ss []Sample, t int64, sent bool) float64 {
 	a, b := ss[i-1], ss[i]
 	f := float64(t-a.UnixNS) / float64(b.UnixNS-a.UnixNS)
 	return v(a) + f*(v(b)-v(a))
+}
+
+// cpu fills each node's cores and the machine's busy share over [b0, b1) (before the
+// kill) and [d0, d1) (the recovery), from the timeline.
+func (r *Row) cpu(timeline string, b0, b1, d0, d1 time.Time) {
+	r.Rates.CPUBefore, r.Rates.CPUDuring = map[int]float64{}, map[int]float64{}
+	over := func(ss []Sample, a, b time.Time, v func(Sample) float64) float64 {
+		return interpolate(ss, b.UnixNano(), v) - interpolate(ss, a.UnixNano(), v)
+	}
+	for k, ss := range readTimeline(timeline) {
+		if x := b1.Sub(b0).Seconds(); x > 0 {
+			r.Rates.CPUBefore[k] = over(ss, b0, b1, cpuOf) / x
+		}
+		if x := d1.Sub(d0).Seconds(); x > 0 {
+			r.Rates.CPUDuring[k] = over(ss, d0, d1, cpuOf) / x
+		}
+		if t := over(ss, b0, b1, totalOf); t > 0 {
+			r.Rates.MachineBefore = over(ss, b0, b1, busyOf) / t
+		}
+		if t := over(ss, d0, d1, totalOf); t > 0 {
+			r.Rates.MachineDuring = over(ss, d0, d1, busyOf) / t
+		}
+	}
 }

@@ -39,6 +39,12 @@ type Sample struct {
 	// kura_stream_received_bytes_total.
 	Sent     int64 `json:"sent"`
 	Received int64 `json:"received"`
+	// CPUSeconds is the node's process_cpu_seconds_total; MachineBusy and MachineTotal are
+	// this machine's CPU time (USER_HZ ticks, /proc/stat) busy and in all, read with it: the
+	// other programs sharing the machine show there.
+	CPUSeconds   float64 `json:"cpu_s"`
+	MachineBusy  int64   `json:"machine_busy"`
+	MachineTotal int64   `json:"machine_total"`
 }
 
 // timelineCmd samples every node once a second into -out (a JSON object a line) until
@@ -116,28 +122,58 @@ func sample(k int, addr string) Sample {
 			s.ETASeconds = max(s.ETASeconds, st.ETASeconds)
 		}
 	}
-	s.Sent, s.Received, _ = streamCounters(ctx, addr)
+	s.Sent, s.Received, s.CPUSeconds, _ = nodeCounters(ctx, addr)
+	s.MachineBusy, s.MachineTotal = machineCPU()
 	return s
 }
 
-// streamCounters reads a node's stream bytes sent and received from its /metrics.
-func streamCounters(ctx context.Context, addr string) (sent, received int64, err error) {
+// machineCPU reads the machine's busy and total CPU ticks from /proc/stat (busy: all but
+// idle and iowait); zeros where there is none.
+func machineCPU() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		total += x
+		if i != 3 && i != 4 { // idle, iowait
+			busy += x
+		}
+	}
+	return busy, total
+}
+
+// nodeCounters reads a node's stream bytes sent and received and its CPU seconds from its
+// /metrics.
+func nodeCounters(ctx context.Context, addr string) (sent, received int64, cpu float64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer resp.Body.Close()
-	sent, received = parseStreamCounters(resp.Body)
-	return sent, received, nil
+	sent, received, cpu = parseCounters(resp.Body)
+	return sent, received, cpu, nil
 }
 
 // parseStreamCounters sums kura_stream_sent_bytes_total and every peer's
 // kura_stream_received_bytes_total in a Prometheus text exposition.
 func parseStreamCounters(r io.Reader) (sent, received int64) {
+	sent, received, _ = parseCounters(r)
+	return sent, received
+}
+
+// parseCounters is parseStreamCounters with process_cpu_seconds_total.
+func parseCounters(r io.Reader) (sent, received int64, cpu float64) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
@@ -155,7 +191,9 @@ func parseStreamCounters(r io.Reader) (sent, received int64) {
 			sent += int64(x)
 		case strings.HasPrefix(name, "kura_stream_received_bytes_total"):
 			received += int64(x)
+		case name == "process_cpu_seconds_total":
+			cpu = x
 		}
 	}
-	return sent, received
+	return sent, received, cpu
 }
