@@ -83,6 +83,8 @@ type Row struct {
 	SimSeconds float64 `json:"sim_kura_s"` // movesim of move.Kura's schedule, one source
 	// SimPlanSeconds is movesim's time for kura's plan's copies (simulatePlan).
 	SimPlanSeconds float64 `json:"sim_plan_s"`
+	// HandOff is move.HandOff run again on the run's rings (limited runs).
+	HandOff *HandOffCheck `json:"handoff,omitempty"`
 	// EffectiveBps, without a limit: the bound's bytes over the recovery's time.
 	EffectiveBps float64 `json:"effective_bps,omitempty"`
 

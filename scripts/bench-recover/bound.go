@@ -93,7 +93,10 @@ func (r *Row) physicalBounds(change move.Change, target *ring.Ring, ids map[int]
 		r.EffectiveBps = r.Bound / r.Recovery
 	}
 	if r.Limit > 0 {
-		r.SimSeconds, err = simulate(rec)
+		if r.SimSeconds, err = simulate(rec); err != nil {
+			return err
+		}
+		err = r.handOffCheck(change, fab)
 	}
 	return err
 }
@@ -180,4 +183,73 @@ func boundOf(rec *move.Recovery) (Bound, error) {
 	}
 	return Bound{Seconds: b.Seconds, WholeSeconds: b.WholeSeconds, Exact: b.Exact, Limits: b.Limits,
 		CopyBytes: rec.CopyBytes(), Copies: len(rec.Copies)}, nil
+}
+
+// HandOffCheck is move.HandOff run on the run's rings after the fact: the tokens it hands
+// off when the dead node's tokens are taken out, with the leader's estimate of the sizes
+// (the data spread evenly over the ring, as topo.Plan plans) and with the rows' real sizes,
+// and the time at the limit of the plan each gives (its busiest node, as plan_bound_s).
+type HandOffCheck struct {
+	UniformHandoffs int     `json:"uniform_handoffs"`
+	UniformSeconds  float64 `json:"uniform_plan_s"`
+	RowsHandoffs    int     `json:"rows_handoffs"`
+	RowsSeconds     float64 `json:"rows_plan_s"`
+}
+
+// handOffCheck fills r.HandOff (limited runs only).
+func (r *Row) handOffCheck(change move.Change, fab move.Fabric) error {
+	var nodes []ring.Node
+	for _, n := range change.Current.Nodes() {
+		if !change.Down[n.ID] {
+			nodes = append(nodes, n)
+		}
+	}
+	without, err := ring.New(nodes)
+	if err != nil {
+		return err
+	}
+	// Every node of the current ring, the dead one too (a peer of its ranges, never a
+	// source): at 1 B/s for HandOff as topo.Plan describes them, at the limit for the time.
+	var unit, all move.Fabric
+	rate := fab.Nodes[0].NICSendBps
+	for _, n := range change.Current.Nodes() {
+		h := move.Hardware{ID: n.ID, Host: n.Host, Rack: n.Rack, Role: n.Role, FreeBytes: 1 << 50,
+			DiskReadBps: 1, DiskWriteBps: 1, NICSendBps: 1, NICRecvBps: 1}
+		unit.Nodes = append(unit.Nodes, h)
+		h.DiskReadBps, h.DiskWriteBps, h.NICSendBps, h.NICRecvBps = rate, rate, rate, rate
+		all.Nodes = append(all.Nodes, h)
+	}
+	run := func(sizes move.Sizes) (int, float64, error) {
+		c := change
+		c.Target, c.Sizes = without, sizes
+		hs, err := move.HandOff(c, unit, move.RecoveryOptions{FromEveryPeer: true})
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(hs) > 0 {
+			if c.Target, err = move.ApplyHandoffs(without, hs); err != nil {
+				return 0, 0, err
+			}
+		}
+		c.Sizes = change.Sizes // the time in the rows' bytes either way
+		mv, err := move.Plan(c)
+		if err != nil {
+			return 0, 0, err
+		}
+		rec, err := move.RecoveryOfPlan(c, mv, all)
+		if err != nil {
+			return 0, 0, err
+		}
+		b, err := move.BoundRecovery(rec)
+		return len(hs), b.Seconds, err
+	}
+	var hc HandOffCheck
+	if hc.UniformHandoffs, hc.UniformSeconds, err = run(move.Uniform(r.ReplicaBytes)); err != nil {
+		return err
+	}
+	if hc.RowsHandoffs, hc.RowsSeconds, err = run(change.Sizes); err != nil {
+		return err
+	}
+	r.HandOff = &hc
+	return nil
 }

@@ -172,6 +172,10 @@ func writeRun(b *strings.Builder, r *Row) {
 		row("**bound ÷ recovery**", fmt.Sprintf("**%.3f** (%s)", r.Ratio, r.BoundKind))
 		row("kura's plan at the limit ÷ recovery", fmt.Sprintf("%s ÷ %s = %.3f (busiest: %s)", secs(r.PlanSeconds), secs(r.Recovery), r.PlanRatio, r.PlanBusiest))
 		row("kura sim: the plan's copies; move.Kura's schedule (one source)", fmt.Sprintf("%s; %s", secs(r.SimPlanSeconds), secs(r.SimSeconds)))
+		if h := r.HandOff; h != nil {
+			row("move.HandOff again on the rings: tokens handed, plan at the limit (leader's even sizes; the rows' sizes)",
+				fmt.Sprintf("%d, %s; %d, %s", h.UniformHandoffs, secs(h.UniformSeconds), h.RowsHandoffs, secs(h.RowsSeconds)))
+		}
 		if r.WaitsOnDead > 0 {
 			row("plan transfers a node merges from the dead node too (never done)", fmt.Sprintf("%d (%s)", r.WaitsOnDead, mb(r.WaitsOnDeadBytes)))
 		}
