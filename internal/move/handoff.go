@@ -28,8 +28,10 @@ type Handoff struct {
 // whose receive time (bytes over min(disk write, NIC receive), with o.FromEveryPeer each
 // range's bytes once per live peer, as the node will merge them) grows least, within its
 // free bytes: the longest-processing-time rule, on the receive side, since the senders
-// of a range are its peers whoever receives it. A token no survivor may take is not
-// handed off (its ranges fall to the ring successors). Handoffs are in token order.
+// of a range are its peers whoever receives it. Tokens of leaving nodes a few ranges apart
+// go to one node together (clusterGroups), so that handing them off pushes no staying
+// replica out. A token no survivor may take is not handed off (its ranges fall to the ring
+// successors). Handoffs are in token order.
 func HandOff(c Change, f Fabric, o RecoveryOptions) ([]Handoff, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -62,7 +64,7 @@ func HandOff(c Change, f Fabric, o RecoveryOptions) ([]Handoff, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := handoffGroups(c, leaving, r, o)
+	groups := clusterGroups(c, leaving, r, handoffGroups(c, leaving, r, o))
 	slices.SortStableFunc(groups, func(a, b *handoffGroup) int {
 		if a.weight != b.weight {
 			return cmp.Compare(b.weight, a.weight)
@@ -105,7 +107,9 @@ func HandOff(c Change, f Fabric, o RecoveryOptions) ([]Handoff, error) {
 		}
 		recvSec[best] = bestSec
 		taken[best] += g.bytes
-		out = append(out, Handoff{Token: g.token, To: f.Nodes[best].ID})
+		for _, t := range g.tokens {
+			out = append(out, Handoff{Token: t, To: f.Nodes[best].ID})
+		}
 	}
 	slices.SortFunc(out, func(a, b Handoff) int { return cmp.Compare(a.Token, b.Token) })
 	// The estimates above ignore how handed tokens shift the walks of neighbouring ranges
@@ -179,7 +183,8 @@ func (r *Recovery) fixedSeconds() float64 {
 
 // handoffGroup is the ranges one leaving token decides.
 type handoffGroup struct {
-	token   ring.Token
+	token   ring.Token   // the first of tokens
+	tokens  []ring.Token // handed off together (see clusterGroups)
 	peers   [][]int // per range: the peers that stay (fabric indexes)
 	weights []int64 // per range: what its new replica receives
 	bytes   int64   // stored by the receiver
@@ -252,7 +257,7 @@ func handoffGroups(c Change, leaving map[ring.NodeID]bool, r *Recovery, o Recove
 			}
 			g := byToken[t]
 			if g == nil {
-				g = &handoffGroup{token: t, succStrict: true}
+				g = &handoffGroup{token: t, tokens: []ring.Token{t}, succStrict: true}
 				byToken[t] = g
 				out = append(out, g)
 			}
@@ -266,6 +271,107 @@ func handoffGroups(c Change, leaving map[ring.NodeID]bool, r *Recovery, o Recove
 			} else {
 				g.succ = nil
 			}
+		}
+	}
+	return out
+}
+
+// clusterGroups merges the groups of leaving tokens that must go to one node: two tokens
+// of leaving nodes with fewer than RF-1 distinct staying hosts (racks, under rack-aware
+// placement) between them in ring order are in the walk of each other's ranges, so handing
+// them to two nodes would put both in those ranges' sets and push a staying replica out
+// (at worst every old replica of a range, whose new set is then all new). Handed to one
+// node, its first token takes the leaving node's place and the others add nothing. A
+// leaving token without a group of its own joins its neighbours'.
+func clusterGroups(c Change, leaving map[ring.NodeID]bool, r *Recovery, groups []*handoffGroup) []*handoffGroup {
+	cur := c.Current
+	n := cur.RangeCount()
+	byToken := map[ring.Token]*handoffGroup{}
+	for _, g := range groups {
+		byToken[g.token] = g
+	}
+	parent := map[ring.Token]ring.Token{}
+	var find func(t ring.Token) ring.Token
+	find = func(t ring.Token) ring.Token {
+		p, ok := parent[t]
+		if !ok || p == t {
+			return t
+		}
+		root := find(p)
+		parent[t] = root
+		return root
+	}
+	rackAware := RulesFor(c.Strategy, c.RF).RackAware
+	unit := func(id ring.NodeID) int {
+		k, ok := r.index[id]
+		switch {
+		case !ok:
+			return -1
+		case rackAware:
+			return r.rack[k]
+		}
+		return r.host[k]
+	}
+	var prev ring.Token
+	havePrev := false
+	between := map[int]bool{}
+	for k := range 2 * n { // twice round, for the pairs that wrap
+		t := cur.RangeEnd(k % n)
+		id := cur.Primary(t)
+		if !leaving[id] {
+			between[unit(id)] = true
+			continue
+		}
+		if havePrev && len(between) < c.RF-1 && prev != t {
+			a, b := find(prev), find(t)
+			if a != b {
+				parent[b] = a
+			}
+		}
+		prev, havePrev = t, true
+		clear(between)
+	}
+	merged := map[ring.Token]*handoffGroup{}
+	var out []*handoffGroup
+	for k := range n {
+		t := cur.RangeEnd(k)
+		if !leaving[cur.Primary(t)] {
+			continue
+		}
+		root := find(t)
+		g := byToken[t]
+		m := merged[root]
+		if m == nil && g == nil {
+			continue // no group yet: it joins its cluster's when that comes
+		}
+		if m == nil {
+			m = &handoffGroup{token: t, succStrict: true}
+			merged[root] = m
+			out = append(out, m)
+		}
+		m.tokens = append(m.tokens, t)
+		if g == nil {
+			continue
+		}
+		if len(m.peers) > 0 && (m.succ == nil || g.succ == nil) {
+			m.succ = nil
+		} else {
+			m.succ = append(m.succ, g.succ...)
+		}
+		m.peers = append(m.peers, g.peers...)
+		m.weights = append(m.weights, g.weights...)
+		m.bytes += g.bytes
+		m.weight += g.weight
+		m.succStrict = m.succStrict && g.succStrict
+	}
+	// A token of a cluster seen before its first group (in ring order) was skipped.
+	for k := range n {
+		t := cur.RangeEnd(k)
+		if !leaving[cur.Primary(t)] {
+			continue
+		}
+		if m := merged[find(t)]; m != nil && !slices.Contains(m.tokens, t) {
+			m.tokens = append(m.tokens, t)
 		}
 	}
 	return out

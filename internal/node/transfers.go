@@ -48,21 +48,28 @@ func transferOf(id stream.TransferID) (int, bool) {
 // enough of them for the same level in the new set once they are merged: the replicas
 // that leave are the only ones a merge leaves out, and they are what the new ones
 // replace. When none stays (a cluster growing from fewer nodes than the replication
-// factor, whose old sets are smaller than the new), it is every old replica.
+// factor, whose old sets are smaller than the new, or a removal whose handed-off tokens
+// give a range new replicas only), it is every old replica. A node the change removes or
+// replaces is never one: it is dead and gone for good, and a merge waiting for it would
+// never finish (what it alone held is what the surviving replicas cannot give).
 func mergeSources(c *meta.Change, tr move.Transfer) []ring.NodeID {
 	r := c.RangeOf(tr.Range)
 	if r < 0 {
 		return nil
 	}
+	gone := func(id ring.NodeID) bool {
+		return id == tr.Destination || slices.Contains(c.Removes, id) ||
+			slices.ContainsFunc(c.Replaces, func(rp meta.Replacement) bool { return rp.Old == id })
+	}
 	var out []ring.NodeID
 	for _, id := range c.Ranges[r].Old {
-		if id != tr.Destination && slices.Contains(c.Ranges[r].New, id) {
+		if !gone(id) && slices.Contains(c.Ranges[r].New, id) {
 			out = append(out, id)
 		}
 	}
 	if len(out) == 0 {
 		for _, id := range c.Ranges[r].Old {
-			if id != tr.Destination {
+			if !gone(id) {
 				out = append(out, id)
 			}
 		}
