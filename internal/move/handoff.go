@@ -185,10 +185,10 @@ func (r *Recovery) fixedSeconds() float64 {
 type handoffGroup struct {
 	token   ring.Token   // the first of tokens
 	tokens  []ring.Token // handed off together (see clusterGroups)
-	peers   [][]int // per range: the peers that stay (fabric indexes)
-	weights []int64 // per range: what its new replica receives
-	bytes   int64   // stored by the receiver
-	weight  int64   // received by it (with merges, bytes once per live peer)
+	peers   [][]int      // per range: the peers that stay (fabric indexes)
+	weights []int64      // per range: what its new replica receives
+	bytes   int64        // stored by the receiver
+	weight  int64        // received by it (with merges, bytes once per live peer)
 	// succ are, per range, the node c.Target's placement adds to it (nil when some range
 	// gets none or several), and succStrict whether they all keep the strict rules.
 	succ       []int
