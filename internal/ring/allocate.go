@@ -127,9 +127,8 @@ func BalancedTokens(ring *Ring, node Node, numTokens int, strategy Strategy, rf 
 // balancedTokens is BalancedTokens breaking ties as the old allocator did on rings of at
 // most exactTies vnodes (see exactTieVnodes).
 func balancedTokens(ring *Ring, node Node, numTokens int, strategy Strategy, rf int, exactTies int) []Token {
-	d := newDraft(ring, []Node{node}, strategy, rf)
+	d := newDraft(ring, []Node{node}, strategy, rf, exactTies)
 	d.setWeights(false)
-	d.exactTies = exactTies
 	self := int32(len(d.nodes) - 1)
 	var cands []cand
 	for range numTokens {

@@ -2,9 +2,12 @@ package ring
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchNodes lays out n nodes as the simulator's large cluster does: one node per host,
@@ -54,7 +57,7 @@ func BenchmarkBalancedTokensOneToken(b *testing.B) {
 					rng := rand.New(rand.NewPCG(2, 0))
 					for b.Loop() {
 						if alloc == "old" {
-							oldBalancedTokens(r, joiner, 1, s, 3, rng, 0)
+							oldBalancedTokens(r, joiner, 1, s, 3, rng, math.MaxInt)
 						} else {
 							BalancedTokens(r, joiner, 1, s, 3, rng)
 						}
@@ -65,25 +68,99 @@ func BenchmarkBalancedTokensOneToken(b *testing.B) {
 	}
 }
 
-// BenchmarkGrowRing builds a ring of n nodes of 256 tokens over 25 racks, RF 3, node by
-// node: each node joins the ring the nodes before it made with balanced allocation, through
-// one Allocator (refine=true: Join, BalancedJoinTokens of one joiner, as package move
-// allocates; refine=false: JoinGreedy). It reports the ring's max/min replicated ownership.
+// BenchmarkGrowRing builds a ring of n nodes of 256 tokens (and 300 nodes of 16 and 64,
+// where refinement's effect turns) over 25 racks, RF 3, node by node: each node joins the
+// ring the nodes before it made with balanced allocation, through one Allocator
+// (refine=true: Join, BalancedJoinTokens of one joiner, as package move allocates;
+// refine=false: JoinGreedy). It reports the ring's spread (see reportSpread) and the CPU
+// time of a build (cpu-s/op; ns/op is wall clock, which others' load on a shared machine
+// inflates).
 func BenchmarkGrowRing(b *testing.B) {
-	for _, n := range []int{100, 200, 1000} {
+	for _, c := range []struct{ n, tokens int }{{100, 256}, {200, 256}, {1000, 256}, {300, 16}, {300, 64}} {
 		for _, s := range benchStrategies {
 			for _, refine := range []bool{true, false} {
-				b.Run(fmt.Sprintf("nodes=%d/tokens=256/placement=%s/refine=%v", n, s.Name(), refine), func(b *testing.B) {
+				b.Run(fmt.Sprintf("nodes=%d/tokens=%d/placement=%s/refine=%v", c.n, c.tokens, s.Name(), refine), func(b *testing.B) {
 					var r *Ring
+					cpu := cpuSeconds()
 					for b.Loop() {
-						r = growRing(n, 256, 25, s, 3, rand.New(rand.NewPCG(1, 0)), refine)
+						r = growRing(c.n, c.tokens, 25, s, 3, rand.New(rand.NewPCG(1, 0)), refine)
 					}
-					hi, lo := maxMin(ReplicatedOwnership(r, s, 3))
-					b.ReportMetric(hi/lo, "max/min")
+					b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+					reportSpread(b, r, s, 3)
 				})
 			}
 		}
 	}
+}
+
+// BenchmarkRandomRing reports the spread of rings of n nodes of 256 random tokens over 25
+// racks, RF 3 (randomRing, Cassandra's original allocation): what balanced allocation is
+// measured against.
+func BenchmarkRandomRing(b *testing.B) {
+	for _, n := range []int{100, 200, 1000} {
+		for _, s := range benchStrategies {
+			b.Run(fmt.Sprintf("nodes=%d/tokens=256/placement=%s", n, s.Name()), func(b *testing.B) {
+				var r *Ring
+				for b.Loop() {
+					r = randomRing(n, 256, 25, rand.New(rand.NewPCG(1, 0)))
+				}
+				reportSpread(b, r, s, 3)
+			})
+		}
+	}
+}
+
+// reportSpread reports how evenly ring r spreads data under s at rf: the max/min of the
+// nodes' replicated ownership, and how many distinct other nodes share a replica set with
+// a node (peers, the mean over nodes, and min-peers, the fewest), which bounds how many
+// nodes can send a lost node's data to its new replicas at once.
+func reportSpread(b *testing.B, r *Ring, s Strategy, rf int) {
+	hi, lo := maxMin(ReplicatedOwnership(r, s, rf))
+	b.ReportMetric(hi/lo, "max/min")
+	mean, least := peers(r, s, rf)
+	b.ReportMetric(mean, "peers")
+	b.ReportMetric(float64(least), "min-peers")
+}
+
+// peers returns the mean over r's nodes with tokens of the number of distinct other nodes
+// that share a range's replica set with the node under s at rf, and the fewest.
+func peers(r *Ring, s Strategy, rf int) (mean float64, least int) {
+	index := map[NodeID]int{}
+	for i, n := range r.nodes {
+		index[n.ID] = i
+	}
+	with := make([]map[int]bool, len(r.nodes))
+	for i := range r.RangeCount() {
+		ids := s.Replicas(r, r.RangeEnd(i), rf)
+		for _, a := range ids {
+			x := index[a]
+			if with[x] == nil {
+				with[x] = map[int]bool{}
+			}
+			for _, c := range ids {
+				if c != a {
+					with[x][index[c]] = true
+				}
+			}
+		}
+	}
+	sum, nodes, least := 0, 0, len(r.nodes)
+	for i, n := range r.nodes {
+		if len(n.Tokens) == 0 {
+			continue
+		}
+		sum, nodes, least = sum+len(with[i]), nodes+1, min(least, len(with[i]))
+	}
+	return float64(sum) / float64(nodes), least
+}
+
+// cpuSeconds is the CPU time the process has used, user and system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // BenchmarkJoinTen plans 10 nodes of 256 tokens joining together a ring of n nodes grown as

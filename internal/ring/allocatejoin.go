@@ -15,8 +15,9 @@ import (
 // lower replication factors breaking ties). Then refinement passes take each joiner token
 // out in turn and put it back where it now does best (a quarter, half or three quarters
 // into one of the widest ranges), when that lowers the score: a token placed early was
-// chosen before the later joiners had any. The old nodes' tokens never move (that would
-// move data).
+// chosen before the later joiners had any. On a ring of more than exactTieVnodes vnodes,
+// joiners of coarseTokens tokens or more are not refined: there it leaves ownership less
+// even (see coarseTokens). The old nodes' tokens never move (that would move data).
 //
 // On a 3-node cluster of RF 3 and 16 tokens (10 seeds; internal/ring's tests), 1, 2 and 5
 // joiners end at a max/min replicated ownership of at most 1.09, 1.02 and 1.02 (1.10,
@@ -38,11 +39,15 @@ func BalancedJoinTokens(ring *Ring, joiners []Node, numTokens int, strategy Stra
 // Join gives exactly what BalancedJoinTokens gives for the ring the joins before it made,
 // without copying that ring first. Building a large ring node by node (the cluster
 // simulator's 1,000-node cluster, as a cluster whose nodes joined one at a time with
-// balanced allocation) then costs the placements alone. On a 2-core Xeon, 1,000 nodes of
-// 256 tokens over 25 racks, RF 3, rack-aware or host-aware: 5.7 to 6.0 s of CPU with Join,
-// 2.4 to 2.9 s with JoinGreedy; 10 more nodes joining together (BalancedJoinTokens on the
-// result) 0.15 to 0.3 s. EngineDiverse placement takes about four times as long with Join
-// (its walks are longer and allocate). Not safe for concurrent use.
+// balanced allocation) then costs the placements alone. On a 2-core Xeon shared with
+// others' work (load 4 to 10), 1,000 nodes of 256 tokens over 25 racks, RF 3, rack-aware or
+// host-aware: 2.6 to 3.2 s of CPU with Join (not refined: see coarseTokens), ending at a
+// max/min replicated ownership of 1.08 and 1.04, a node's ranges sharing replica sets with
+// 582 and 590 other nodes on average (random tokens: 1.30 and 1.27, 630 and 641;
+// BenchmarkGrowRing, BenchmarkRandomRing); 10 more nodes joining together
+// (BalancedJoinTokens on the result) 0.2 s (BenchmarkJoinTen). EngineDiverse placement
+// takes about twice as long, 5.5 s (its walks are longer and allocate). Not safe for
+// concurrent use.
 type Allocator struct{ d *draft }
 
 // NewAllocator starts from ring (nil: a new cluster) under strategy with rf replicas.
@@ -53,9 +58,8 @@ func NewAllocator(ring *Ring, strategy Strategy, rf int) *Allocator {
 // newAllocator is NewAllocator breaking ties as the old allocator did on rings of at most
 // exactTies vnodes (see exactTieVnodes).
 func newAllocator(ring *Ring, strategy Strategy, rf int, exactTies int) *Allocator {
-	d := newDraft(ring, nil, strategy, rf)
+	d := newDraft(ring, nil, strategy, rf, exactTies)
 	d.setWeights(true)
-	d.exactTies = exactTies
 	return &Allocator{d: d}
 }
 
@@ -66,11 +70,12 @@ func (a *Allocator) Join(joiners []Node, numTokens int, rng *rand.Rand) [][]Toke
 }
 
 // JoinGreedy is Join without the refinement passes: each token placed once, where it does
-// best against every token placed before it. It costs half as much (refinement is three
-// fifths of a join's candidates and two thirds of its changes to the ring), but it is not
-// how clusters join (package move uses BalancedJoinTokens), and it evens out ownership less
-// on large rings: 1,000 nodes of 256 tokens grown with it end at a max/min replicated
-// ownership of 3.8 to 4.6, against 1.7 to 2.1 with Join (BenchmarkGrowRing).
+// best against every token placed before it. It is not how clusters join (package move uses
+// BalancedJoinTokens). Refinement evens out the join it refines, but its moves leave later
+// joiners worse ranges to split: grown node by node to 300 nodes of 16 tokens (rack-aware,
+// BenchmarkGrowRing), a ring ends at a max/min replicated ownership of 1.34 with JoinGreedy
+// throughout and 1.41 with Join. Joiners of coarseTokens or more into a ring of more than
+// exactTieVnodes vnodes get the same tokens from both.
 func (a *Allocator) JoinGreedy(joiners []Node, numTokens int, rng *rand.Rand) [][]Token {
 	return a.join(joiners, numTokens, rng, false)
 }
@@ -99,7 +104,7 @@ func (a *Allocator) join(joiners []Node, numTokens int, rng *rand.Rand, refine b
 			d.insert(self, c.tok, c.at, len(d.nodes[self].Tokens))
 		}
 	}
-	if refine {
+	if refine && (!d.widest.hashed || numTokens < coarseTokens) {
 		d.refine(first)
 	}
 	out := make([][]Token, len(joiners))
@@ -158,6 +163,23 @@ func (d *draft) refine(first int) {
 		}
 	}
 }
+
+// coarseTokens is the fewest tokens a joiner has for refinement to be left out on a ring of
+// more than exactTieVnodes vnodes. Refinement's moves let a joiner tune its share finely,
+// which a joiner of few tokens needs, but they break up the widths that midpoint splits
+// keep within a factor of two of one another, and later joiners then have worse ranges to
+// choose from. Growing 300 nodes over 25 racks, RF 3, rack-aware (BenchmarkGrowRing's
+// layout; refinement always on the first rings, of at most exactTieVnodes vnodes, whose
+// tokens are fixed), refinement on the larger rings brings the max/min replicated ownership
+// from 1.60 to 1.41 at 16 tokens a node and from 1.52 to 1.33 at 32, leaves it at 1.34 at
+// 64, and takes it from 1.25 to 1.33 at 128; 1,000 nodes end at 1.30 without it against
+// 1.57 with it at 64 tokens, and at 1.08 against 1.61 at 256, where it is also two thirds
+// of the work. What it costs: a small cluster of many tokens ends its join less even (one
+// joiner of 128 tokens on 3 nodes, simple placement: max/min 1.18 against 1.06 refined, 5
+// seeds; of 256 tokens, 1.22 against 1.14), and refining those joins would leave the
+// cluster's later joiners the worse ranges (refining the first 16 nodes of 256 tokens took
+// 1,000 nodes to 1.97).
+const coarseTokens = 64
 
 // Refinement's effort: two passes over 48 candidates (16 ranges) each cost a little more
 // than the greedy placement (64 candidates, one pass) and give nearly all of the gain

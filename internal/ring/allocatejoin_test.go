@@ -135,37 +135,43 @@ func sameTokens(a, b [][]Token) bool {
 // scored whole for every candidate, allocate_ref_test.go) chooses: one node
 // (BalancedTokens) and one to three joiners together (BalancedJoinTokens) on random rings
 // of random nodes, hosts and racks under every strategy and RF 1 to 4, and a new cluster's
-// first nodes. These rings are small, so ties are broken as the old allocator broke them;
-// breaking them by candidate order instead (as on rings of more than exactTieVnodes) gives
-// the tokens of the old allocator made to keep the first of equals. Randomized; KURA_SEED
-// repeats a run.
+// first nodes. These rings are small, so ties are broken and equally wide ranges ordered as
+// the old allocator did; as on rings of more than exactTieVnodes instead (ties broken by
+// candidate order, equally wide ranges in midHash order), the allocator gives the tokens of
+// the old allocator made to do the same, and also when the ring crosses the threshold in
+// the middle of a join (the old allocator switching where the draft does). A last trial
+// joins a node of coarseTokens tokens, which is refined only on the small ring. Randomized;
+// KURA_SEED repeats a run.
 func TestBalancedAllocatorChoosesTheOldAllocatorsTokens(t *testing.T) {
 	checkingCache(t)
 	rng := testRNG(t)
-	for trial := range 12 {
+	for trial := range 13 {
 		s := benchStrategies[trial%len(benchStrategies)]
 		rf := 1 + rng.IntN(4)
 		n, racks, numTokens := 2+rng.IntN(12), 1+rng.IntN(5), 2+rng.IntN(7)
-		base := randomRing(n, numTokens, racks, rng)
 		joiners := benchNodes(n, 1+rng.IntN(3), racks+rng.IntN(2))
-		seed := rng.Uint64()
-		for _, exact := range []bool{true, false} {
-			label := fmt.Sprintf("trial %d: %s RF %d, %d nodes of %d tokens on %d racks, %d joiners, old tie-breaking %v",
-				trial, s.Name(), rf, n, numTokens, racks, len(joiners), exact)
-			exactTies, tie := exactTieVnodes, 0.0
-			if !exact {
-				exactTies, tie = 0, tieTolerance
+		if trial == 12 {
+			if testing.Short() {
+				break
 			}
+			n, numTokens, joiners = 2, coarseTokens, benchNodes(2, 1, racks)
+		}
+		base := randomRing(n, numTokens, racks, rng)
+		seed := rng.Uint64()
+		crossing := n*numTokens + rng.IntN(len(joiners)*numTokens) // crossed during the join
+		for _, exactTies := range []int{exactTieVnodes, 0, crossing} {
+			label := fmt.Sprintf("trial %d: %s RF %d, %d nodes of %d tokens on %d racks, %d joiners, old order up to %d vnodes",
+				trial, s.Name(), rf, n, numTokens, racks, len(joiners), exactTies)
 			got := balancedTokens(base, joiners[0], numTokens, s, rf, exactTies)
-			if want := oldBalancedTokens(base, joiners[0], numTokens, s, rf, nil, tie); !slices.Equal(got, want) {
+			if want := oldBalancedTokens(base, joiners[0], numTokens, s, rf, nil, exactTies); !slices.Equal(got, want) {
 				t.Errorf("%s: BalancedTokens %v, the old allocator %v", label, got, want)
 			}
 			gotJoin := newAllocator(base, s, rf, exactTies).Join(joiners, numTokens, nil)
-			if want := oldBalancedJoinTokens(base, joiners, numTokens, s, rf, nil, tie); !sameTokens(gotJoin, want) {
+			if want := oldBalancedJoinTokens(base, joiners, numTokens, s, rf, nil, exactTies); !sameTokens(gotJoin, want) {
 				t.Errorf("%s: BalancedJoinTokens %v, the old allocator %v", label, gotJoin, want)
 			}
 			fresh := newAllocator(nil, s, rf, exactTies).Join(joiners, numTokens, rand.New(rand.NewPCG(seed, 0)))
-			if want := oldBalancedJoinTokens(nil, joiners, numTokens, s, rf, rand.New(rand.NewPCG(seed, 0)), tie); !sameTokens(fresh, want) {
+			if want := oldBalancedJoinTokens(nil, joiners, numTokens, s, rf, rand.New(rand.NewPCG(seed, 0)), exactTies); !sameTokens(fresh, want) {
 				t.Errorf("%s: a new cluster of the joiners %v, the old allocator %v", label, fresh, want)
 			}
 		}
@@ -206,7 +212,7 @@ func TestTenJoinersGetTheOldAllocatorsTokens(t *testing.T) {
 		base := growRing(n, numTokens, racks, s, rf, rng, true)
 		joiners := benchNodes(n, 10, racks)
 		exact := BalancedJoinTokens(base, joiners, numTokens, s, rf, nil)
-		if want := oldBalancedJoinTokens(base, joiners, numTokens, s, rf, nil, 0); !sameTokens(exact, want) {
+		if want := oldBalancedJoinTokens(base, joiners, numTokens, s, rf, nil, exactTieVnodes); !sameTokens(exact, want) {
 			t.Errorf("%s: 10 joiners into %d nodes: %v, the old allocator %v", s.Name(), n, exact, want)
 		}
 		ordered := newAllocator(base, s, rf, 0).Join(joiners, numTokens, nil)

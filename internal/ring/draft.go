@@ -74,7 +74,7 @@ type draft struct {
 	cache      evalCache // candidate evaluations: see draftcache.go
 	checkCache bool      // tests: compare every cache hit with a fresh evaluation
 	join       bool      // the score is joinScore (else the spread of ReplicatedOwnership)
-	exactTies  int       // the largest ring on which ties are broken as the old allocator did
+	exactTies  int       // the largest ring on which ties are broken as the old allocator did, and widest orders equal ranges as it did
 	deltas     []float64 // scratch of bestDelta
 	version    int       // commits so far
 
@@ -162,10 +162,12 @@ func (a u128) signedShare() float64 {
 	return a.share()
 }
 
-// newDraft copies r (nil: no tokens yet) and appends joiners without tokens.
-func newDraft(r *Ring, joiners []Node, strategy Strategy, rf int) *draft {
+// newDraft copies r (nil: no tokens yet) and appends joiners without tokens. On rings of at
+// most exactTies vnodes it breaks ties and orders equally wide ranges as the old allocator
+// did (see exactTieVnodes).
+func newDraft(r *Ring, joiners []Node, strategy Strategy, rf int, exactTies int) *draft {
 	d := &draft{strategy: strategy, rf: rf, head: -1, index: map[NodeID]int32{},
-		hostNum: map[string]int32{}, rackNum: map[string]int32{}, checkCache: verifyCache}
+		hostNum: map[string]int32{}, rackNum: map[string]int32{}, checkCache: verifyCache, exactTies: exactTies}
 	d.cache.gen = 1
 	switch strategy.(type) {
 	case Simple:
@@ -338,6 +340,17 @@ func (d *draft) recomputeAll() {
 	d.refreshLevels()
 	d.baseOK = false
 	d.version++
+	d.orderWidest()
+}
+
+// orderWidest switches widest to midHash order the first time the committed ring has more
+// than exactTies vnodes, and never back: a refinement that takes a token out of a ring of
+// exactTies+1 vnodes keeps the order the token was placed in, and a trial insertion
+// (aborted) never changes it.
+func (d *draft) orderWidest() {
+	if !d.widest.hashed && d.live > d.exactTies {
+		d.widest.hashOrder()
+	}
 }
 
 // setWeights sets the score (joinScore's weights when join, else spread's).

@@ -90,7 +90,8 @@ func checkDraft(d *draft) error {
 	return checkGlobalsAndWidest(d, r)
 }
 
-// checkGlobalsAndWidest compares the draft's globals and widest ranges with ring r's.
+// checkGlobalsAndWidest compares the draft's globals and widest ranges with ring r's
+// (equally wide ranges in the order the draft keeps: the caller checks it, see peakOrder).
 func checkGlobalsAndWidest(d *draft, r *Ring) error {
 	if g := d.globals(-1, 0); g != d.g || d.kind == diversePlacement && g.coverable != r.coverable {
 		return fmt.Errorf("globals %+v, kept %+v", g, d.g)
@@ -99,15 +100,25 @@ func checkGlobalsAndWidest(d *draft, r *Ring) error {
 	for _, c := range d.midpoints(allocCandidates, nil) {
 		got = append(got, c.tok)
 	}
-	if want := r.widestMidpoints(allocCandidates); !slices.Equal(got, want) {
+	if want := r.widestMidpoints(allocCandidates, d.widest.hashed); !slices.Equal(got, want) {
 		return fmt.Errorf("widest midpoints %v, ring says %v", got, want)
 	}
 	got = got[:0]
 	for _, c := range d.quarters(refineCandidates, nil) {
 		got = append(got, c.tok)
 	}
-	if want := r.widestQuarters(refineCandidates); !slices.Equal(got, want) {
+	if want := r.widestQuarters(refineCandidates, d.widest.hashed); !slices.Equal(got, want) {
 		return fmt.Errorf("widest quarters %v, ring says %v", got, want)
+	}
+	return nil
+}
+
+// peakOrder checks the order widest keeps equally wide ranges in: midHash order once the
+// draft has committed more than exactTies vnodes (peak, the most it has held), and lowest
+// midpoint first before.
+func peakOrder(d *draft, peak int) error {
+	if want := peak > d.exactTies; d.widest.hashed != want {
+		return fmt.Errorf("equally wide ranges hashed %v after at most %d vnodes (exactTies %d), want %v", d.widest.hashed, peak, d.exactTies, want)
 	}
 	return nil
 }
@@ -147,8 +158,9 @@ func randomPoint(d *draft, at int32, rng *rand.Rand) (Token, bool) {
 // inserted and taken out again, and after each change every range's
 // replica set, every node's held token space, the widest ranges and the extents are
 // checked against the Ring built from the draft's nodes. Tokens tried before are tried
-// again, and every answer from the cache is compared with a fresh evaluation. Randomized;
-// KURA_SEED repeats a run.
+// again, and every answer from the cache is compared with a fresh evaluation. Drafts order
+// equally wide ranges by midpoint throughout, by midHash throughout, or switch on crossing
+// exactTies during the steps, and never switch back. Randomized; KURA_SEED repeats a run.
 func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 	checkingCache(t)
 	rng := testRNG(t)
@@ -167,16 +179,26 @@ func TestDraftMatchesRingsBuiltFromScratch(t *testing.T) {
 			t.Fatalf("%s: as built: %v", label, err)
 		}
 		var tried []evalEntry
+		peak := d.live
 		for step := range 25 {
-			if err := draftStep(d, rng, &tried, counts); err != nil {
+			err := draftStep(d, rng, &tried, counts)
+			if peak = max(peak, d.live); err == nil {
+				err = peakOrder(d, peak)
+			}
+			if err != nil {
 				t.Fatalf("%s, step %d, %d nodes, %d vnodes: %v", label, step, len(d.nodes), d.live, err)
 			}
+		}
+		if d.widest.hashed {
+			counts["hashed order"]++
 		}
 	}
 	t.Logf("%v", counts)
 }
 
-// randomDraft is a draft of randomRoleCluster's ring and up to two nodes without tokens.
+// randomDraft is a draft of randomRoleCluster's ring and up to two nodes without tokens,
+// whose exactTies is 0, exactTieVnodes, or a little more than its vnodes (crossed by a few
+// insertions).
 func randomDraft(rng *rand.Rand, s Strategy, rf int, join bool) *draft {
 	r, err := New(randomRoleCluster(rng))
 	if err != nil {
@@ -187,7 +209,8 @@ func randomDraft(rng *rand.Rand, s Strategy, rf int, join bool) *draft {
 		joiners = append(joiners, Node{ID: NodeID(fmt.Sprintf("j%d", j)), Host: fmt.Sprintf("host%d", rng.IntN(10)),
 			Rack: fmt.Sprintf("rack%d", rng.IntN(5)), Role: allRoles[rng.IntN(len(allRoles))]})
 	}
-	d := newDraft(r, joiners, s, rf)
+	exactTies := []int{0, exactTieVnodes, len(r.vnodes) + rng.IntN(4)}[rng.IntN(3)]
+	d := newDraft(r, joiners, s, rf, exactTies)
 	d.setWeights(join)
 	return d
 }

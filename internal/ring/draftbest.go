@@ -17,7 +17,8 @@ import (
 // vnodes it then scores the tied candidates whole, as the old allocator did, and keeps the
 // one it kept; a cluster that grew with the old allocator and package move's transcripts
 // get the same tokens. On a larger ring (the old allocator could not run there) it keeps
-// the first of equals: the widest range, then the lowest token.
+// the first of equals in the order widest tries the ranges: the widest, then, among equally
+// wide ones, the first in midHash order.
 
 // tieTolerance is how much a candidate must beat another by to be better, and a refinement
 // move must lower the score by to be kept, as a fraction of the score plus the square of
@@ -26,7 +27,8 @@ import (
 const tieTolerance = 1e-12
 
 // exactTieVnodes is the largest ring on which ties are broken as the old allocator broke
-// them: 16 nodes at the default 16 tokens (every ring in kura's tests and transcripts is
+// them, and equally wide ranges tried lowest midpoint first as it tried them (see widest):
+// 16 nodes at the default 16 tokens (every ring in kura's tests and transcripts is
 // smaller). Scoring a ring whole takes a pass over every range, and ties are common on the
 // small, evenly spaced rings of a new cluster: growing a cluster of 256-token nodes took
 // 0.2 to 0.7 s a join while its ring had at most 1,024 vnodes, against 0.006 s a join past

@@ -37,6 +37,7 @@ func (d *draft) insert(s int32, t Token, at int32, k int) {
 	d.commit()
 	d.widest.fix(at)
 	d.widest.push(x)
+	d.orderWidest()
 	d.ntok[s]++
 	d.nodes[s].Tokens = slices.Insert(d.nodes[s].Tokens, k, t)
 	d.vids[s] = slices.Insert(d.vids[s], k, x)

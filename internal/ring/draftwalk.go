@@ -139,6 +139,7 @@ func (d *draft) walkOther(v int32, out []int32) (int, int32, bool) {
 // snapshot builds a Ring of the draft's vnodes as they are linked now.
 func (d *draft) snapshot() *Ring {
 	r := &Ring{nodes: d.nodes, vnodes: make([]vnode, 0, d.live), coverable: d.g.coverable}
+	r.withTokens.nodes, r.withTokens.hosts, r.withTokens.racks = d.g.nodes, d.g.hosts, d.g.racks
 	first := d.head // the vnode of the smallest token
 	for v, k := d.head, 0; k < d.live; v, k = d.nxt[v], k+1 {
 		if d.tok[v] < d.tok[first] {

@@ -34,6 +34,9 @@ type Ring struct {
 	nodes     []Node
 	vnodes    []vnode
 	coverable int // engine roles a replica set can cover (see EngineDiverse)
+	// withTokens counts the nodes, hosts and racks with tokens: a placement walk stops
+	// once every one its rule counts holds a replica (see pass).
+	withTokens struct{ nodes, hosts, racks int }
 }
 
 // Errors returned by New.
@@ -61,7 +64,13 @@ func New(nodes []Node) (*Ring, error) {
 		return nil, ErrEmpty
 	}
 	slices.SortFunc(r.vnodes, func(a, b vnode) int { return cmpToken(a.token, b.token) })
-	r.coverable = coverableRoles(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return len(n.Tokens) == 0 }))
+	present := slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return len(n.Tokens) == 0 })
+	r.coverable = coverableRoles(present)
+	hosts, racks := map[string]bool{}, map[string]bool{}
+	for _, n := range present {
+		hosts[n.Host], racks[n.Rack] = true, true
+	}
+	r.withTokens.nodes, r.withTokens.hosts, r.withTokens.racks = len(present), len(hosts), len(racks)
 	for i := 1; i < len(r.vnodes); i++ {
 		if r.vnodes[i].token == r.vnodes[i-1].token {
 			return nil, fmt.Errorf("%w: %d by %q and %q", ErrDuplicateToken, r.vnodes[i].token,

@@ -1,32 +1,86 @@
 package ring
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // widest keeps the draft's ranges (by the vnode ending each) in a binary heap, widest
-// first and, among equally wide ones, the lower midpoint first: the order in which the
-// balanced allocator tries splitting them. Each entry holds its range's key, so comparing
-// reads no vnode; a caller that changes a range's width calls fix.
+// first: the order in which the balanced allocator tries splitting them. Each entry holds
+// its range's key, so comparing reads no vnode; a caller that changes a range's width calls
+// fix.
 //
-// The order among equally wide ranges is the one the allocator always had. Midpoint splits
-// of a first node's evenly spaced tokens leave many ranges exactly equally wide, so on a
-// large ring the candidates are all in one stretch of it (on 60 nodes of 256 tokens the 64
-// widest ranges are equally wide and lie within a third of the ring): a joiner's tokens
-// crowd there, among few other nodes, and ownership evens out poorly (BenchmarkGrowRing's
-// max/min). Ordering equally wide ranges by a hash of their midpoint, growing 1,000 nodes
-// of 256 tokens without refinement, gave max/min 1.29 instead of 4.62; that would change
-// the tokens small clusters get, and is left to a change of its own.
+// Among equally wide ranges the order depends on the ring's size. Up to exactTies vnodes it
+// is the lower midpoint first, the order the allocator always had, so that small clusters
+// (every transcript) keep their tokens. Past that, widths are compared rounded to widthBits
+// significant bits, and equal ones are in midHash order. Midpoint splits of a first node's
+// evenly spaced tokens leave many ranges equally wide, or wider by a few tokens where a
+// division rounded; ordered by exact width and then lowest midpoint, the candidates lie in
+// one stretch of the ring (on 60 nodes of 256 tokens the 64 widest ranges are equally wide
+// and lie within a third of it) or follow the rounding's regular pattern, and a joiner's
+// tokens crowd there among few other nodes. Growing 1,000 nodes of 256 tokens over 25 racks
+// greedily (RF 3, rack-aware; BenchmarkGrowRing, refine=false), that ended at a max/min
+// replicated ownership of 4.62, a node's ranges sharing replica sets with 44 other nodes on
+// average (random tokens: 1.30 and 630); hashing exact widths, 1.31 and 582 (nodes that
+// joined as a class of width ran out stood out, at 1.21 and 1.26 of the mean, the rest
+// within 4%); hashing rounded widths, 1.08 and 582. The switch is one way: the draft makes
+// it when its committed vnodes first exceed exactTies (see draft.orderWidest), so that a
+// refinement taking a token out and putting it back never sees the order change under it.
 type widest struct {
-	d    *draft
-	heap []wentry
-	pos  []int32 // by vnode: its index in heap, -1
-	aux  []int32 // scratch of top
+	d      *draft
+	heap   []wentry
+	pos    []int32  // by vnode: its index in heap, -1
+	aux    []wentry // scratch of top
+	hashed bool     // equally wide ranges are in midHash order (else lowest midpoint first)
 }
 
-// wentry is a range in the heap: its end vnode, width and midpoint.
+// wentry is a range in the heap: its end vnode, width (rounded, on a large ring) and order
+// among equally wide ranges (its midpoint as a signed token, or midHash of it).
 type wentry struct {
 	w   uint64
-	mid Token
+	ord uint64
 	v   int32
+}
+
+// midHash mixes a range's midpoint into its place among equally wide ranges on a large
+// ring: splitmix64's output function (Steele, Lea and Flood, "Fast splittable pseudorandom
+// number generators", 2014) of the token's bits. It is fixed, because the tokens a cluster
+// gets depend on it, and a bijection, so no two midpoints share a hash (ties of hash would
+// go to the lower midpoint, and cannot arise).
+func midHash(mid Token) uint64 {
+	z := uint64(mid) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// roundWidth is width w rounded to the nearest multiple of a power of two that leaves it
+// widthBits significant bits (saturating at the largest width): on a large ring, ranges of
+// equal rounded width count as equally wide. It never orders a wider range after a
+// narrower one.
+func roundWidth(w uint64) uint64 {
+	shift := bits.Len64(w) - widthBits
+	if shift <= 0 {
+		return w
+	}
+	q := w>>shift + w>>(shift-1)&1
+	if q == 1<<widthBits && shift+widthBits == 64 {
+		return math.MaxUint64
+	}
+	return q << shift
+}
+
+// widthBits is how finely roundWidth tells widths apart: 2^-16 of a width, far more than
+// the few tokens division rounds off and far less than the halving of a midpoint split.
+const widthBits = 16
+
+// entry is the heap entry of the range ending at v.
+func (h *widest) entry(v int32) wentry {
+	w, mid := h.key(v)
+	if h.hashed {
+		return wentry{roundWidth(w), midHash(mid), v}
+	}
+	return wentry{w, uint64(mid) ^ 1<<63, v}
 }
 
 // key is the width of the range ending at v (a lone vnode's counts as the largest) and its
@@ -42,13 +96,10 @@ func (h *widest) key(v int32) (uint64, Token) {
 }
 
 // less orders heap entries i and j.
-func (h *widest) less(i, j int32) bool {
-	a, b := &h.heap[i], &h.heap[j]
-	if a.w != b.w {
-		return a.w > b.w
-	}
-	return a.mid < b.mid
-}
+func (h *widest) less(i, j int32) bool { return before(&h.heap[i], &h.heap[j]) }
+
+// before reports whether range a comes before range b: wider, or as wide and lower in ord.
+func before(a, b *wentry) bool { return a.w > b.w || a.w == b.w && a.ord < b.ord }
 
 func (h *widest) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
@@ -84,9 +135,8 @@ func (h *widest) down(i int) {
 }
 
 func (h *widest) push(v int32) {
-	w, mid := h.key(v)
 	h.pos[v] = int32(len(h.heap))
-	h.heap = append(h.heap, wentry{w, mid, v})
+	h.heap = append(h.heap, h.entry(v))
 	h.up(len(h.heap) - 1)
 }
 
@@ -106,64 +156,82 @@ func (h *widest) remove(v int32) {
 // fix restores the order after the width of the range ending at v changed.
 func (h *widest) fix(v int32) {
 	i := int(h.pos[v])
-	h.heap[i].w, h.heap[i].mid = h.key(v)
+	h.heap[i] = h.entry(v)
 	h.up(i)
 	h.down(int(h.pos[v]))
 }
 
+// hashOrder puts equally wide ranges in midHash order from now on, and the heap in the new
+// order (O(ranges)).
+func (h *widest) hashOrder() {
+	h.hashed = true
+	for i := range h.heap {
+		h.heap[i] = h.entry(h.heap[i].v)
+	}
+	for i := len(h.heap)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
 // top appends the k widest ranges to out, widest first, without changing the heap: a
-// best-first walk of the heap's tree with a small heap of its frontier (aux, positions in
-// heap), O(k log k).
+// best-first walk of the heap's tree with a small heap of its frontier (aux: copies of the
+// entries, v their position in heap, so that comparing reads no further), O(k log k).
 func (h *widest) top(k int, out []int32) []int32 {
-	if len(h.heap) == 0 {
+	heap := h.heap
+	if len(heap) == 0 || k <= 0 {
 		return out
 	}
-	aux := append(h.aux[:0], 0)
-	for len(aux) > 0 && k > 0 {
-		p := aux[0]
-		out = append(out, h.heap[p].v)
-		k--
-		// Pop p, then push its children.
-		last := len(aux) - 1
-		aux[0] = aux[last]
-		aux = aux[:last]
-		siftDown(aux, 0, h.less)
-		for _, c := range [2]int32{2*p + 1, 2*p + 2} {
-			if int(c) < len(h.heap) {
-				aux = append(aux, c)
-				siftUp(aux, len(aux)-1, h.less)
-			}
+	aux := append(h.aux[:0], wentry{heap[0].w, heap[0].ord, 0})
+	for len(aux) > 0 {
+		p := aux[0].v
+		out = append(out, heap[p].v)
+		if k--; k == 0 {
+			break
+		}
+		// Replace p by its first child (or the frontier's last entry), then add the second.
+		if c := 2*p + 1; int(c) < len(heap) {
+			aux[0] = wentry{heap[c].w, heap[c].ord, c}
+		} else {
+			aux[0] = aux[len(aux)-1]
+			aux = aux[:len(aux)-1]
+		}
+		frontierDown(aux)
+		if c := 2*p + 2; int(c) < len(heap) {
+			aux = append(aux, wentry{heap[c].w, heap[c].ord, c})
+			frontierUp(aux)
 		}
 	}
 	h.aux = aux
 	return out
 }
 
-func siftUp(a []int32, i int, less func(a, b int32) bool) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !less(a[i], a[p]) {
-			return
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func siftDown(a []int32, i int, less func(a, b int32) bool) {
-	for {
+// frontierDown restores top's frontier heap after its first entry changed.
+func frontierDown(a []wentry) {
+	for i := 0; ; {
 		c := 2*i + 1
 		if c >= len(a) {
 			return
 		}
-		if c+1 < len(a) && less(a[c+1], a[c]) {
+		if c+1 < len(a) && before(&a[c+1], &a[c]) {
 			c++
 		}
-		if !less(a[c], a[i]) {
+		if !before(&a[c], &a[i]) {
 			return
 		}
 		a[i], a[c] = a[c], a[i]
 		i = c
+	}
+}
+
+// frontierUp restores top's frontier heap after an entry was appended.
+func frontierUp(a []wentry) {
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !before(&a[i], &a[p]) {
+			return
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
 	}
 }
 
