@@ -99,10 +99,14 @@ type op struct {
 	node  int   // index of the coordinator in targets
 }
 
-// opResult is one line of the ops log: "DUE_UNIX_NS R|W LATENCY_US ok|nf|err KEY SEQ NODE".
+// opResult is one line of the ops log: "DUE_UNIX_NS R|W LATENCY_US ok|nf|err KEY SEQ NODE
+// SERVICE_US": the latency from the operation's due time, and its service time from when
+// the client sent it (the difference is waiting in the client: behind the worker's
+// earlier operations, or for the CPU on a busy machine).
 type opResult struct {
 	op
 	latency time.Duration
+	service time.Duration
 	result  string
 	err     error
 }
@@ -165,7 +169,8 @@ func loadCmd(args []string) error {
 					errs[msg]++
 				}
 			}
-			fmt.Fprintf(w, "%d %s %d %s %d %d %d\n", r.due.UnixNano(), kind, r.latency.Microseconds(), r.result, r.key, r.seq, r.node)
+			fmt.Fprintf(w, "%d %s %d %s %d %d %d %d\n", r.due.UnixNano(), kind, r.latency.Microseconds(), r.result, r.key, r.seq, r.node,
+				r.service.Microseconds())
 		}
 	}()
 
@@ -232,6 +237,7 @@ dispatch:
 func runOp(c *redis.Client, key string, o op) opResult {
 	ctx := context.Background()
 	r := opResult{op: o, result: "ok"}
+	start := time.Now()
 	if o.write {
 		r.err = c.HSet(ctx, key, loadField, valueFor(o.seq)).Err()
 	} else {
@@ -241,7 +247,7 @@ func runOp(c *redis.Client, key string, o op) opResult {
 			r.result = "nf"
 		}
 	}
-	r.latency = time.Since(o.due)
+	r.latency, r.service = time.Since(o.due), time.Since(start)
 	if r.err != nil && !errors.Is(r.err, redis.Nil) {
 		r.result = "err"
 	}

@@ -129,6 +129,9 @@ type Window struct {
 	P50      float64 `json:"p50_ms"`
 	P99      float64 `json:"p99_ms"`
 	Max      float64 `json:"max_ms"`
+	// ServiceP99 is the p99 of the time from when the client sent the operation (zero in
+	// logs without it).
+	ServiceP99 float64 `json:"service_p99_ms"`
 }
 
 // OpWindows are a window's reads and writes.
@@ -157,7 +160,7 @@ func latencies(path string, kill, remove, finish, stop time.Time, env map[string
 		return out, err
 	}
 	defer f.Close()
-	var lat [4][2][]float64
+	var lat, svc [4][2][]float64
 	var cnt [4][2]Window
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -179,6 +182,10 @@ func latencies(path string, kill, remove, finish, stop time.Time, env map[string
 			kind = 1
 		}
 		lat[w][kind] = append(lat[w][kind], float64(us)/1000)
+		if len(fl) >= 8 {
+			sv, _ := strconv.ParseInt(fl[7], 10, 64)
+			svc[w][kind] = append(svc[w][kind], float64(sv)/1000)
+		}
 		cnt[w][kind].Count++
 		switch fl[3] {
 		case "err":
@@ -193,6 +200,8 @@ func latencies(path string, kill, remove, finish, stop time.Time, env map[string
 		w.Read, w.Write = cnt[i][0], cnt[i][1]
 		w.Read.P50, w.Read.P99, w.Read.Max = percentiles(lat[i][0])
 		w.Write.P50, w.Write.P99, w.Write.Max = percentiles(lat[i][1])
+		_, w.Read.ServiceP99, _ = percentiles(svc[i][0])
+		_, w.Write.ServiceP99, _ = percentiles(svc[i][1])
 	}
 	if out.Before.Read.P99 > 0 {
 		out.ReadP99Ratio = out.During.Read.P99 / out.Before.Read.P99

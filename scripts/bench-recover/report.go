@@ -186,6 +186,10 @@ func writeRun(b *strings.Builder, r *Row) {
 	row("reads p50 / p99: before, during", fmt.Sprintf("%s, %s", ms(l.Before.Read), ms(l.During.Read)))
 	row("writes p50 / p99: before, during", fmt.Sprintf("%s, %s", ms(l.Before.Write), ms(l.During.Write)))
 	row("p99 during ÷ before: reads, writes", fmt.Sprintf("%.2f, %.2f", l.ReadP99Ratio, l.WriteP99Ratio))
+	if l.Before.Read.ServiceP99 > 0 {
+		row("p99 from the client's send (no waiting in the client): reads, writes, before → during",
+			fmt.Sprintf("%.1f → %.1f ms, %.1f → %.1f ms", l.Before.Read.ServiceP99, l.During.Read.ServiceP99, l.Before.Write.ServiceP99, l.During.Write.ServiceP99))
+	}
 	row("reads p50 / p99 from the kill to the removal", ms(l.Detect.Read))
 	row("writes p50 / p99 from the kill to the removal", ms(l.Detect.Write))
 	row("failed operations: before, kill to removal, during, after", fmt.Sprintf("%d, %d, %d, %d",
@@ -208,7 +212,7 @@ func writeSeconds(b *strings.Builder, r *Row) {
 		return
 	}
 	fmt.Fprintf(b, "Second by second (from the removal; the change finished at %.1f s):\n\n", r.Recovery)
-	fmt.Fprintf(b, "| s | sent, all nodes | received, all nodes | busiest node | nodes' CPU (cores) | busiest CPU | machine busy | epoch | ops | read p99 | write p99 |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "| s | sent, all nodes | received, all nodes | busiest node | nodes' CPU (cores) | busiest CPU | machine busy | epoch | ops | read p99 | write p99 | p99 from send |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range r.Seconds {
 		busiest := "—"
 		if s.BusiestNode > 0 {
@@ -218,8 +222,8 @@ func writeSeconds(b *strings.Builder, r *Row) {
 		if s.BusiestCPUNode > 0 {
 			cpu = fmt.Sprintf("n%d %.2f", s.BusiestCPUNode, s.BusiestCPU)
 		}
-		fmt.Fprintf(b, "| %+.0f | %s | %s | %s | %.2f | %s | %.0f%% | %d | %d | %.0f ms | %.0f ms |\n", s.At, mbps(s.SentBps), mbps(s.RecvBps),
-			busiest, s.NodesCPU, cpu, 100*s.MachineBusy, s.Epoch, s.Ops, s.ReadP99, s.WriteP99)
+		fmt.Fprintf(b, "| %+.0f | %s | %s | %s | %.2f | %s | %.0f%% | %d | %d | %.0f ms | %.0f ms | %.0f ms |\n", s.At, mbps(s.SentBps), mbps(s.RecvBps),
+			busiest, s.NodesCPU, cpu, 100*s.MachineBusy, s.Epoch, s.Ops, s.ReadP99, s.WriteP99, s.ServiceP99)
 	}
 	fmt.Fprintln(b)
 }

@@ -34,7 +34,9 @@ type Second struct {
 	// Operations due in the second: reads' and writes' p99, milliseconds.
 	ReadP99  float64 `json:"read_p99_ms"`
 	WriteP99 float64 `json:"write_p99_ms"`
-	Ops      int     `json:"ops"`
+	// ServiceP99 is the p99 of every operation's time from when the client sent it.
+	ServiceP99 float64 `json:"service_p99_ms"`
+	Ops        int     `json:"ops"`
 }
 
 // secondsAround returns the seconds from `before` seconds before remove to `after` after
@@ -74,6 +76,7 @@ func secondsAround(timeline, ops string, remove, finish time.Time, before, after
 		}
 	}
 	lat := make([][2][]float64, n)
+	svc := make([][]float64, n)
 	if f, err := os.Open(ops); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -92,12 +95,17 @@ func secondsAround(timeline, ops string, remove, finish time.Time, before, after
 				kind = 1
 			}
 			lat[i][kind] = append(lat[i][kind], float64(us)/1000)
+			if len(fl) >= 8 {
+				sv, _ := strconv.ParseInt(fl[7], 10, 64)
+				svc[i] = append(svc[i], float64(sv)/1000)
+			}
 		}
 		f.Close()
 	}
 	for i := range out {
 		_, out[i].ReadP99, _ = percentiles(lat[i][0])
 		_, out[i].WriteP99, _ = percentiles(lat[i][1])
+		_, out[i].ServiceP99, _ = percentiles(svc[i])
 		out[i].Ops = len(lat[i][0]) + len(lat[i][1])
 	}
 	return out
