@@ -93,14 +93,17 @@ its removal.
   stream page encodes it), placed on the ring before the removal; every row's size comes
   from copies of all six stores taken before the run. **Moved** is what the nodes' own
   counters say they sent (`+"`kura_stream_sent_bytes_total`"+`, summed over senders).
-- **Kura's plan** sends each lost replica to the node the ring without the dead node gives
-  it, merged from every replica of the range that stays (two), so it moves twice the lost
-  bytes; *plan time* is its busiest node's bytes over the limit.
-- **The bound** is `+"`move.BoundRecovery`"+` on `+"`move.RecoveryFromChange`"+` of the rings before and
-  after, every node sending and receiving at the stream limit: the fastest any schedule
-  could restore the replication factor, copying each lost replica once from any live peer
-  to any node the placement allows. *Ratio* is the bound over the measured recovery
-  (issue 33's target: at least 0.85).
+- **Kura's plan** is move.Plan on the ring before and the ring the removal recorded (the
+  dead node's tokens dropped, or handed to survivors by move.HandOff), run as a kura node
+  runs it (move.RecoveryOfPlan): a lost replica is merged from every replica of its range
+  that stays (two), so the plan moves twice the lost bytes; *plan time* is its busiest
+  node's bytes over the limit.
+- **The bound** is move.BoundRecovery on move.RecoveryFromChangeWith of the rings before
+  and after with FromEveryPeer (each lost replica merged from every live peer, as a kura
+  node does), every node sending and receiving at the stream limit, destinations free
+  within the placement rules: no schedule of those copies finishes sooner. Beside it the
+  bound with one source per copy (RecoveryFromChange), which QUORUM safety rules out for
+  kura. *Ratio* is the bound over the measured recovery (issue 33's target: at least 0.85).
 - **Latency** is the foreground load's, from each operation's due time, failures included;
   *before* is a window before the kill, *during* the recovery (target: p99 during at most
   twice before).
