@@ -320,7 +320,7 @@ run_case() {
     rc=0
     run_once "$1" "$2" "$r" || rc=$?
     if [ "$rc" = 0 ]; then
-      jq -r --arg n "$3" '"\($n): recovery \(.recovery_s | . * 10 | round / 10) s, bound \(.bound_s | . * 10 | round / 10) s (\(.bound_kind)), ratio \(.ratio | . * 1000 | round / 1000), moved \(.sent_bytes) B for \(.lost_bytes) B lost; p99 during/before reads \(.latency.read_p99_ratio | . * 100 | round / 100), writes \(.latency.write_p99_ratio | . * 100 | round / 100); missing \(.verify.missing + .verify.stale) of \(.verify.keys)"' "$r/row.json"
+      jq -r --arg n "$3" '"\($n): recovery \(.recovery_s | . * 10 | round / 10) s, " + (if .limit > 0 then "bound \(.bound_s | . * 10 | round / 10) s (\(.bound_kind)), ratio \(.ratio | . * 1000 | round / 1000)" else "no limit: a node peaked at \(.rates.peak_bps / 1e6 | . * 100 | round / 100) MB/s" end) + ", moved \(.sent_bytes) B for \(.lost_bytes) B lost; p99 during/before reads \(.latency.read_p99_ratio | . * 100 | round / 100), writes \(.latency.write_p99_ratio | . * 100 | round / 100); missing \(.verify.missing + .verify.stale) of \(.verify.keys)"' "$r/row.json"
       return 0
     fi
     [ -z "$LOADER" ] || { kill -INT "$LOADER" 2>/dev/null || true; wait "$LOADER" 2>/dev/null || true; LOADER=""; }
