@@ -57,3 +57,25 @@ func TestMergeSourcesNeverWaitForARemovedNode(t *testing.T) {
 		t.Errorf("one stays: merged from %v, want [b]", got)
 	}
 }
+
+// TestSourceWeightsCountWhatEachSourceStillSends: a done transfer counts for nobody; one
+// from its leaving, live source for that source; any other for each replica it is merged
+// from.
+func TestSourceWeightsCountWhatEachSourceStillSends(t *testing.T) {
+	r1, r2, r3 := move.Range{Start: 0, End: 10}, move.Range{Start: 10, End: 20}, move.Range{Start: 20, End: 30}
+	c := &meta.Change{Removes: []ring.NodeID{"x"},
+		Ranges: []meta.RangeState{
+			{Range: r1, Old: []ring.NodeID{"x", "a", "b"}, New: []ring.NodeID{"c", "a", "b"}},
+			{Range: r2, Old: []ring.NodeID{"a", "d", "b"}, New: []ring.NodeID{"a", "c", "b"}},
+			{Range: r3, Old: []ring.NodeID{"b", "x", "a"}, New: []ring.NodeID{"b", "d", "a"}}},
+		Transfers: []move.Transfer{
+			{Range: r1, Source: "a", Destination: "c", Bytes: 100},
+			{Range: r2, Source: "d", Destination: "c", Bytes: 30, Leaving: true},
+			{Range: r3, Source: "b", Destination: "d", Bytes: 7}},
+		Done: []bool{false, false, true}}
+	got := sourceWeights(c, map[ring.NodeID]bool{"x": true})
+	want := map[ring.NodeID]int64{"a": 100, "b": 100, "d": 30}
+	if len(got) != len(want) || got["a"] != 100 || got["b"] != 100 || got["d"] != 30 {
+		t.Fatalf("weights %v, want %v", got, want)
+	}
+}

@@ -501,6 +501,7 @@ func (rl *ringLog) streamLoop() {
 			rl.startTransfers(ctx, st)
 		} else if last != 0 && rl.discard(last) {
 			last = 0
+			rl.streamer.SetSourceWeights(nil)
 		}
 		select {
 		case <-rl.c.stop:

@@ -83,6 +83,7 @@ func mergeSources(c *meta.Change, tr move.Transfer) []ring.NodeID {
 func (rl *ringLog) startTransfers(ctx context.Context, st *meta.State) {
 	c := st.Change
 	down := rl.down(st)
+	rl.streamer.SetSourceWeights(sourceWeights(c, down))
 	for _, j := range stream.Jobs(c.ID, c.Transfers, rl.c.self) {
 		i := j.ID.Index
 		if c.Done[i] {
@@ -202,4 +203,25 @@ func (rl *ringLog) reportLoop() {
 		}
 		rl.propose(meta.TransfersDone{Change: c.ID, Transfers: done}, fmt.Sprintf("%d transfers done", len(done)))
 	})
+}
+
+// sourceWeights is what each source has left to send in change c, to every destination:
+// a transfer not done counts for its planned source when that is the leaving replica and
+// live, else for each replica it is merged from (startTransfers' rule). Every node
+// computes the same from the log, so every destination favours the same sender.
+func sourceWeights(c *meta.Change, down map[ring.NodeID]bool) map[ring.NodeID]int64 {
+	w := map[ring.NodeID]int64{}
+	for i, tr := range c.Transfers {
+		if c.Done[i] {
+			continue
+		}
+		if tr.Leaving && !down[tr.Source] {
+			w[tr.Source] += tr.Bytes
+			continue
+		}
+		for _, id := range mergeSources(c, tr) {
+			w[id] += tr.Bytes
+		}
+	}
+	return w
 }

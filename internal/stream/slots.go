@@ -22,6 +22,12 @@ type slots struct {
 	free    int
 	running map[ring.NodeID]int
 	waiting []*slotWaiter
+	// weight, when set (Streamer.SetSourceWeights), is each source's bytes left to send
+	// to every destination of the change, which replaces the bytes waiting here as the
+	// second criterion: every destination then asks the source with the most left in the
+	// whole change first, so that the sender that bounds the change is never idle while
+	// some destination has a slot.
+	weight map[ring.NodeID]int64
 }
 
 type slotWaiter struct {
@@ -69,12 +75,23 @@ func (s *slots) acquire(ctx context.Context, src ring.NodeID, bytes int64) (func
 	return nil, ctx.Err()
 }
 
+// setWeights sets (nil: clears) the sources' weights and re-grants.
+func (s *slots) setWeights(w map[ring.NodeID]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.weight = w
+	s.grant()
+}
+
 // grant gives free slots to waiting transfers, best first. Called with mu held.
 func (s *slots) grant() {
 	for s.free > 0 && len(s.waiting) > 0 {
-		left := map[ring.NodeID]int64{}
-		for _, w := range s.waiting {
-			left[w.src] += w.bytes
+		left := s.weight
+		if left == nil {
+			left = map[ring.NodeID]int64{}
+			for _, w := range s.waiting {
+				left[w.src] += w.bytes
+			}
 		}
 		best := 0
 		for i, w := range s.waiting[1:] {

@@ -91,3 +91,49 @@ func TestSlotsSpreadOverSourcesAndLargestRemainderFirst(t *testing.T) {
 		t.Fatalf("waiting %d, free %d, running %v", len(s.waiting), s.free, s.running)
 	}
 }
+
+// With the change's weights set, a freed slot among sources running as many here goes to
+// the source with the most left in the whole change, not the most waiting here; setting
+// weights grants at once; nil goes back to the bytes waiting here.
+func TestSlotsFollowTheChangesWeights(t *testing.T) {
+	s := newSlots(1)
+	ctx := context.Background()
+	hold, err := s.acquire(ctx, "x", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.setWeights(map[ring.NodeID]int64{"a": 10, "b": 500})
+	got := make(chan ring.NodeID, 4)
+	for _, w := range []struct {
+		src   ring.NodeID
+		bytes int64
+	}{{"a", 400}, {"b", 10}} {
+		n := len(s.waiting)
+		go func() {
+			rel, err := s.acquire(ctx, w.src, w.bytes)
+			if err == nil {
+				got <- w.src
+				rel()
+			}
+		}()
+		for {
+			s.mu.Lock()
+			queued := len(s.waiting) > n
+			s.mu.Unlock()
+			if queued {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	hold() // b has 500 left in the change (10 here), a 10 (400 here): b first
+	if first, second := <-got, <-got; first != "b" || second != "a" {
+		t.Fatalf("granted %s then %s, want b then a", first, second)
+	}
+	s.setWeights(nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.weight != nil || s.free != 1 {
+		t.Fatalf("weights %v, free %d", s.weight, s.free)
+	}
+}

@@ -186,6 +186,12 @@ func (s *Streamer) Discard(change uint64) error {
 	return s.progress.discard(change)
 }
 
+// SetSourceWeights tells the streamer, for the change in flight, how many bytes each
+// source has left to send to every destination (not just this one); a freed slot then goes
+// to a waiting transfer from the source with the fewest running here and, among those, the
+// most left in all (see slots). Nil goes back to the bytes waiting here.
+func (s *Streamer) SetSourceWeights(w map[ring.NodeID]int64) { s.slots.setWeights(w) }
+
 // RunAll runs jobs, Config.Concurrency at a time, and returns their errors in jobs'
 // order (nil: complete).
 func (s *Streamer) RunAll(ctx context.Context, jobs []Job) []error {
