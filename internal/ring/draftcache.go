@@ -87,7 +87,7 @@ func (d *draft) cachedTry(s int32, t Token, at int32) (float64, bool) {
 // remember keeps the prepared insertion of token t for node s before vnode at, when it read
 // only its span.
 func (d *draft) remember(s int32, t Token, at int32) {
-	if d.spanAll || d.short || d.all || d.presence {
+	if d.spanAll || d.short || d.all || d.presence || d.wideSpan() {
 		return
 	}
 	c := &d.cache
@@ -106,7 +106,7 @@ func (d *draft) remember(s int32, t Token, at int32) {
 // reachFwd before the change's span to reachBack after it can hold one that overlaps.
 func (d *draft) invalidate() {
 	c := &d.cache
-	if d.spanAll || d.short || d.all || d.presence {
+	if d.spanAll || d.short || d.all || d.presence || d.wideSpan() {
 		c.reset()
 		return
 	}
@@ -143,3 +143,10 @@ func overlaps(a, b, c, e Token) bool { return within(b, c, e) || within(e, a, b)
 
 // within reports whether x is in the circular span (lo, hi].
 func within(x, lo, hi Token) bool { return uint64(x)-uint64(lo)-1 < uint64(hi)-uint64(lo) }
+
+// wideSpan reports whether the prepared change's span reaches over half the ring or more
+// (a few nodes holding many tokens, whose replica walks run long): circular spans that
+// long can wrap past each other, which overlaps does not see, so such an evaluation is not
+// kept and such a commit drops every entry. (A 3-node ring of 64 tokens and RF 3 returned a
+// stale evaluation without it.)
+func (d *draft) wideSpan() bool { return 2*(d.spanBack+d.spanFwd+2) >= int32(d.live) }
