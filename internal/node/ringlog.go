@@ -76,6 +76,10 @@ type ringLog struct {
 	running map[stream.TransferID]context.CancelFunc // streamLoop's jobs in flight
 	merging map[stream.TransferID]bool               // transfers merged from the replicas that stay
 	failed  map[stream.TransferID]string
+	// finished are the jobs whose Run returned complete: startTransfers does not run them
+	// again while the change waits to record them (a Run of a complete job reads its
+	// progress file and kicks streamLoop, which would run it again at once).
+	finished map[stream.TransferID]bool
 	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
 	// downSince is when the leader's failure detector first held each member down, for
 	// --auto-remove-after; a member up again is forgotten, and a new leader starts afresh.
@@ -92,7 +96,7 @@ type ringLog struct {
 // connections of mux, and its streamer. The state it saved is known at once.
 func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]context.CancelFunc{}, merging: map[stream.TransferID]bool{},
-		failed: map[stream.TransferID]string{}, first: map[ring.NodeID]time.Time{}, downSince: map[ring.NodeID]time.Time{},
+		failed: map[stream.TransferID]string{}, finished: map[stream.TransferID]bool{}, first: map[ring.NodeID]time.Time{}, downSince: map[ring.NodeID]time.Time{},
 		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit)}
 	c.handler.StreamPacer = rl.send
 	var err error
@@ -517,6 +521,7 @@ func (rl *ringLog) discard(change uint64) bool {
 	rl.mu.Lock()
 	maps.DeleteFunc(rl.failed, func(id stream.TransferID, _ string) bool { return id.Change == change })
 	maps.DeleteFunc(rl.merging, func(id stream.TransferID, _ bool) bool { return id.Change == change })
+	maps.DeleteFunc(rl.finished, func(id stream.TransferID, _ bool) bool { return id.Change == change })
 	rl.mu.Unlock()
 	err := rl.streamer.Discard(change)
 	if err != nil && !errors.Is(err, stream.ErrRunning) {

@@ -122,7 +122,7 @@ func (rl *ringLog) startTransfers(ctx context.Context, st *meta.State) {
 // run starts job j unless it is running.
 func (rl *ringLog) run(ctx context.Context, j stream.Job) {
 	rl.mu.Lock()
-	if _, running := rl.running[j.ID]; running {
+	if _, running := rl.running[j.ID]; running || rl.finished[j.ID] {
 		rl.mu.Unlock()
 		return
 	}
@@ -139,6 +139,9 @@ func (rl *ringLog) run(ctx context.Context, j stream.Job) {
 			rl.failed[j.ID] = err.Error()
 		} else {
 			delete(rl.failed, j.ID)
+		}
+		if err == nil {
+			rl.finished[j.ID] = true
 		}
 		rl.mu.Unlock()
 		if err != nil && ctx.Err() == nil {

@@ -225,12 +225,8 @@ func (s *Streamer) Run(ctx context.Context, j Job) error {
 		return err
 	}
 	defer s.release(j.ID)
-	release, err := s.slots.acquire(ctx, j.Transfer.Source, j.Transfer.Bytes)
-	if err != nil {
-		return s.stopped(j, ctx)
-	}
-	defer release()
-
+	// A transfer recorded done returns before it takes a slot: asked again until its
+	// change records it, it must not hold up, or take the place of, one with work left.
 	rec, fresh, err := s.progress.load(j.ID, j.Transfer)
 	if err != nil {
 		return err
@@ -238,6 +234,11 @@ func (s *Streamer) Run(ctx context.Context, j Job) error {
 	if rec.Done {
 		return nil
 	}
+	release, err := s.slots.acquire(ctx, j.Transfer.Source, j.Transfer.Bytes)
+	if err != nil {
+		return s.stopped(j, ctx)
+	}
+	defer release()
 	s.started(t, &rec)
 	if !fresh {
 		s.cfg.Logger.Info("stream: resuming transfer", "transfer", j.ID, "range", j.Transfer.Range, "applied_bytes", rec.Bytes)

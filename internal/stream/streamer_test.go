@@ -448,3 +448,65 @@ func TestStreamerRefusesWhatItCannotDo(t *testing.T) {
 		t.Errorf("no directory: %v", err)
 	}
 }
+
+// A transfer recorded done returns without a slot: with the only slot held by a transfer
+// whose source never answers, running the done one again (as a node does until its change
+// records it) returns at once and copies nothing.
+func TestDoneTransferReturnsWithoutTakingASlot(t *testing.T) {
+	rng := seeded(t)
+	src, dst := replicaOn(t, "memory"), replicaOn(t, "memory")
+	fill(t, src, rng, 50, time.Now().UnixMicro())
+	d := &direct{h: src}
+	stuck := make(chan struct{})
+	cfg := config(t, d, dst)
+	cfg.Concurrency = 1
+	cfg.Source = func(id ring.NodeID) (Caller, error) {
+		if id == "stuck" {
+			return callerFunc(func(ctx context.Context) ([]byte, error) {
+				select {
+				case <-stuck:
+				case <-ctx.Done():
+				}
+				return nil, errors.New("no answer")
+			}), nil
+		}
+		return d, nil
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := move.Range{Start: ring.MinToken, End: ring.MinToken}
+	done := Job{ID: TransferID{1, 0}, Transfer: move.Transfer{Range: whole, Source: "n1", Destination: "n2"}}
+	if err := s.Run(context.Background(), done); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	held := make(chan error, 1)
+	go func() {
+		held <- s.Run(ctx, Job{ID: TransferID{1, 1}, Transfer: move.Transfer{Range: whole, Source: "stuck", Destination: "n2"}})
+	}()
+	defer func() { close(stuck); cancel(); <-held }()
+	for len(s.Transfers()) == 0 || s.Transfers()[0].Queued {
+		time.Sleep(time.Millisecond) // until the stuck transfer holds the slot
+	}
+	calls, _ := d.served()
+	again := make(chan error, 1)
+	go func() { again <- s.Run(ctx, done) }()
+	select {
+	case err := <-again:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a transfer recorded done waited for the slot that another transfer holds")
+	}
+	if now, _ := d.served(); now != calls {
+		t.Fatalf("running a done transfer again asked %d pages", now-calls)
+	}
+}
+
+// callerFunc is a Caller whose every call is a function of its context.
+type callerFunc func(ctx context.Context) ([]byte, error)
+
+func (f callerFunc) Call(ctx context.Context, _ uint16, _ []byte) ([]byte, error) { return f(ctx) }
