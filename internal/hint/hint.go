@@ -5,10 +5,13 @@
 // Hints are bounded two ways, so that a long outage cannot fill the coordinator's disk:
 // by age (Window, default 3 h: hints older than it are dropped, and a replica whose
 // oldest hint is that old gets no new ones, since it will need a repair anyway) and by
-// total size (MaxBytes). A dropped hint is counted, never silent. Hints are stored in
-// their own pebble instance, written without fsync: a hint lost in a machine crash costs
-// a read repair later, not an acknowledged write, because the write was acknowledged by
-// the replicas that did take it.
+// total size (MaxBytes). A dropped hint is counted, never silent, and marks the span of
+// the ring its key falls in as needing repair for that replica (Marked, MarkedTargets,
+// ClearMarks; marks.go): a replica that comes back in time catches up from its hints, and
+// the ranges whose hints were dropped are left to a rebuild or a repair. Hints and marks
+// are stored in their own pebble instance, written without fsync: a hint, or a mark, lost
+// in a machine crash costs a read repair later, not an acknowledged write, because the
+// write was acknowledged by the replicas that did take it.
 package hint
 
 import (
@@ -25,6 +28,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kuradb/kura/internal/engine/space"
+	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -88,6 +92,8 @@ type Store struct {
 	// scanned counts the keys, tombstones included, that Replay and Discard iterated
 	// over (pebble's iterator stats), for tests.
 	scanned atomic.Int64
+	// marks are the repair marks of each target that lost writes (marks.go).
+	marks map[string]*targetMarks
 }
 
 // Open opens (creating) the hint store in dir.
@@ -114,17 +120,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("hint: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, opts: opts, targets: map[string]*Stats{}, floors: map[string][]byte{},
-		space: space.New(dir, space.Options{ReserveBytes: opts.DiskReserveBytes})}
+		marks: map[string]*targetMarks{}, space: space.New(dir, space.Options{ReserveBytes: opts.DiskReserveBytes})}
 	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.loadMarks(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// load rebuilds the per-target counters and the sequence from what is stored.
+// load rebuilds the per-target counters and the sequence from the stored hints.
 func (s *Store) load() error {
-	it, err := s.db.NewIter(nil)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: hintKeysStart})
 	if err != nil {
 		return fmt.Errorf("hint: %w", err)
 	}
@@ -159,8 +169,8 @@ func (s *Store) count(target string, created time.Time, size int64) {
 	}
 }
 
-// Add stores m for target, created now. It returns ErrFull or ErrExpired (and counts the
-// drop) when the bounds refuse it.
+// Add stores m for target, created now. It returns ErrFull or ErrExpired when the bounds
+// refuse it, and then counts the drop and marks m's token for repair (Marked).
 func (s *Store) Add(target string, m row.Mutation, now time.Time) error {
 	if target == "" || bytes.IndexByte([]byte(target), 0) >= 0 {
 		return fmt.Errorf("hint: invalid target %q", target)
@@ -172,15 +182,12 @@ func (s *Store) Add(target string, m row.Mutation, now time.Time) error {
 	st := s.targets[target]
 	switch {
 	case st != nil && !st.Oldest.IsZero() && now.Sub(st.Oldest) > s.opts.Window:
-		st.Dropped++
-		return ErrExpired
+		return s.dropped(target, m, now, ErrExpired)
 	case s.total+int64(len(val)) > s.opts.MaxBytes:
-		s.dropped(target)
-		return ErrFull
+		return s.dropped(target, m, now, ErrFull)
 	}
 	if err := s.space.Admit(int64(len(val))); err != nil {
-		s.dropped(target)
-		return fmt.Errorf("%w: %w", ErrFull, err)
+		return s.dropped(target, m, now, fmt.Errorf("%w: %w", ErrFull, err))
 	}
 	s.seq = max(s.seq+1, uint64(now.UnixNano()))
 	key := makeKey(target, s.seq)
@@ -191,16 +198,23 @@ func (s *Store) Add(target string, m row.Mutation, now time.Time) error {
 	return nil
 }
 
-func (s *Store) dropped(target string) {
+// dropped counts m, a hint for target created at now that Add refused for cause, and
+// marks its token for repair; it returns cause, joined with the error of storing the mark
+// if that failed. The caller holds mu.
+func (s *Store) dropped(target string, m row.Mutation, now time.Time, cause error) error {
 	if s.targets[target] == nil {
 		s.targets[target] = &Stats{}
 	}
 	s.targets[target].Dropped++
+	if err := s.markLocked(s.db, target, now, ring.TokenOf(m.Key)); err != nil {
+		return fmt.Errorf("%w (%w)", cause, err)
+	}
+	return cause
 }
 
 // Replay hands up to max of target's oldest hints to send as one batch, and deletes them
-// once send returns nil. Hints older than the window are deleted unsent (and counted as
-// dropped). It returns how many hints were sent; send's error is returned as is, and the
+// once send returns nil. Hints older than the window are deleted unsent (counted as
+// dropped, and their tokens marked for repair). It returns how many hints were sent; send's error is returned as is, and the
 // hints stay for the next attempt. Replays of one target must not run concurrently.
 func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mutation) error) (int, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.floor(target), UpperBound: makeKey(target, ^uint64(0))})
@@ -224,6 +238,7 @@ func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mu
 		h := stored{key: bytes.Clone(it.Key()), size: int64(len(it.Key()) + len(it.Value())), created: created}
 		last = h.key
 		if now.Sub(created) > s.opts.Window {
+			h.tokens = tokensOf(req)
 			expired = append(expired, h)
 			continue
 		}
@@ -325,16 +340,19 @@ func (s *Store) Discard(target string, before time.Time) (int, error) {
 	}
 }
 
-// stored is one hint read back: its key, its size on disk and when it was created.
+// stored is one hint read back: its key, its size on disk and when it was created; for
+// a hint dropped unsent, the tokens of its writes, to mark.
 type stored struct {
 	key     []byte
 	size    int64
 	created time.Time
+	tokens  []ring.Token
 }
 
 // delete removes hints of target and updates its counters without a rescan; oldest is the
 // creation time of the oldest hint left (zero if none was seen). dropped says whether the
-// hints count as dropped.
+// hints count as dropped: their tokens are then marked for repair in the batch that
+// deletes them, under mu (see markLocked).
 func (s *Store) delete(target string, hints []stored, dropped bool, oldest time.Time) error {
 	if len(hints) == 0 {
 		return nil
@@ -343,11 +361,18 @@ func (s *Store) delete(target string, hints []stored, dropped bool, oldest time.
 	for _, h := range hints {
 		_ = b.Delete(h.key, nil)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dropped {
+		for _, h := range hints {
+			if err := s.markLocked(b, target, h.created, h.tokens...); err != nil {
+				return err
+			}
+		}
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("hint: delete: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.targets[target]
 	for _, h := range hints {
 		st.Hints--
