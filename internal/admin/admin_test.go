@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/kuradb/kura/internal/engine/catalog"
 	"github.com/kuradb/kura/internal/hint"
 	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
 )
 
 // serve starts the endpoints of cfg on a free port and returns a function that GETs or
@@ -202,5 +204,55 @@ func TestMembershipCollector(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v (all: %v)", name, got[name], want, got)
 		}
+	}
+}
+
+// The repair marks of the hint store (hints dropped for a replica) are in the status, by
+// replica with their spans and share of the ring, and in two gauges per replica, gone
+// once the marks are cleared.
+func TestRepairMarksInStatusAndMetrics(t *testing.T) {
+	hints, err := hint.Open(t.TempDir(), hint.Options{MaxBytes: 1}) // refuses every hint
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hints.Close()
+	now := time.Now()
+	for _, k := range []string{"k808", "k71", "k488"} { // buckets 101, 103 and 0
+		if err := hints.Add("n2", row.Mutation{Key: []byte(k)}, now); !errors.Is(err, hint.ErrFull) {
+			t.Fatalf("add %s: %v, want ErrFull", k, err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	NewClusterMetrics(reg, hints, ring.WriteOptimized)
+	gauges := func() map[string]float64 {
+		got := map[string]float64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if !strings.HasPrefix(mf.GetName(), "kura_hints_repair_") {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				got[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+		return got
+	}
+	got := gauges()
+	if got["kura_hints_repair_marked_spans/n2"] != 3 || got["kura_hints_repair_marked_ring_share/n2"] != 3.0/hint.MarkBuckets || len(got) != 2 {
+		t.Errorf("repair gauges %v, want 3 spans covering 3/4096 of the ring for n2", got)
+	}
+	st := Status(View{Self: "n1", Marks: map[string][]hint.TokenSpan{"n2": hints.Marked("n2"), "n3": nil}})
+	if len(st.Repairs) != 1 || st.Repairs[0].Replica != "n2" || len(st.Repairs[0].Spans) != 3 ||
+		st.Repairs[0].Share != 3.0/hint.MarkBuckets || st.Repairs[0].Spans[0].Start != int64(ring.MinToken) {
+		t.Errorf("repairs %+v, want n2's three spans, the first from the ring's start", st.Repairs)
+	}
+	if _, err := hints.ClearMarks("n2", now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauges(); len(got) != 0 {
+		t.Errorf("repair gauges after the marks were cleared: %v", got)
 	}
 }

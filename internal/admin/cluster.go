@@ -122,8 +122,37 @@ func NewClusterMetrics(reg prometheus.Registerer, hints *hint.Store, role ring.R
 			"replicas asked in their place) or whose answers disagreed (disagreed)."},
 		[]string{"op", "reason"})
 	reg.MustRegister(m.requests, latency, replica, servedVec, m.hintsStored, m.hintsDropped, m.hintsSent, m.hintsDiscard,
-		m.hintsDefer, m.readRepairs, pending, sent, m.fallbacks, m.overBudget, m.quickSpares, m.clockRefused)
+		m.hintsDefer, m.readRepairs, pending, sent, m.fallbacks, m.overBudget, m.quickSpares, m.clockRefused,
+		repairMarksCollector{hints})
 	return m
+}
+
+var (
+	repairSpansDesc = prometheus.NewDesc("kura_hints_repair_marked_spans",
+		"Spans of the ring (runs of 1/4096 buckets) in which a replica lost writes whose hints this node dropped "+
+			"(the hint window, the size bound or the disk reserve): they need `kura admin rebuild` of that replica, "+
+			"or a repair. Cleared once the replica is rebuilt.", []string{"replica"}, nil)
+	repairShareDesc = prometheus.NewDesc("kura_hints_repair_marked_ring_share",
+		"The share of the ring the spans of kura_hints_repair_marked_spans cover.", []string{"replica"}, nil)
+)
+
+// repairMarksCollector exports, at scrape time, the repair marks the hint store holds for
+// each replica (hint.Store.Marked).
+type repairMarksCollector struct{ hints *hint.Store }
+
+// Describe implements prometheus.Collector.
+func (c repairMarksCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- repairSpansDesc
+	ch <- repairShareDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c repairMarksCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, target := range c.hints.MarkedTargets() {
+		spans := c.hints.Marked(target)
+		ch <- prometheus.MustNewConstMetric(repairSpansDesc, prometheus.GaugeValue, float64(len(spans)), target)
+		ch <- prometheus.MustNewConstMetric(repairShareDesc, prometheus.GaugeValue, hint.RingShare(spans), target)
+	}
 }
 
 // results are the outcomes kura_coordinator_requests_total counts.

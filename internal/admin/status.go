@@ -25,6 +25,9 @@ type ClusterStatus struct {
 	Members          []MemberStatus `json:"members"`
 	Tokens           []TokenOwner   `json:"tokens"`
 	Hints            []HintStatus   `json:"hints"`
+	// Repairs are the replicas that lost writes this node's hints could not deliver
+	// (hint.Store.Marked), with the spans of the ring they lost them in.
+	Repairs []RepairStatus `json:"repairs,omitempty"`
 	// Topology is the cluster metadata, for a node that follows the metadata log.
 	Topology *TopologyStatus `json:"topology,omitempty"`
 }
@@ -98,6 +101,21 @@ type HintStatus struct {
 	Dropped int64  `json:"dropped"`
 }
 
+// RepairStatus is one replica's repair marks as this node holds them: it lost writes in
+// Spans (dropped hints), which a rebuild of it, or a repair of the spans, brings back.
+type RepairStatus struct {
+	Replica string `json:"replica"`
+	// Share is the share of the ring the spans cover.
+	Share float64     `json:"share"`
+	Spans []TokenSpan `json:"spans"`
+}
+
+// TokenSpan is the ring range (Start, End] of tokens.
+type TokenSpan struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
 // View is what a cluster node's status is built from.
 type View struct {
 	Self              ring.NodeID
@@ -110,7 +128,9 @@ type View struct {
 	// Lagging reports whether some member holds hints for a member (MemberStatus.Behind).
 	Lagging func(ring.NodeID) bool
 	Hints   map[string]hint.Stats // the hints this node holds, by replica
-	Clocks  Clocks
+	// Marks are the repair marks this node holds, by replica (hint.Store.Marked).
+	Marks  map[string][]hint.TokenSpan
+	Clocks Clocks
 }
 
 // Status builds the node's ClusterStatus from v.
@@ -146,5 +166,16 @@ func Status(v View) ClusterStatus {
 		out.Hints = append(out.Hints, HintStatus{Replica: target, Hints: s.Hints, Bytes: s.Bytes, Dropped: s.Dropped})
 	}
 	slices.SortFunc(out.Hints, func(a, b HintStatus) int { return cmp.Compare(a.Replica, b.Replica) })
+	for target, spans := range v.Marks {
+		if len(spans) == 0 {
+			continue
+		}
+		rs := RepairStatus{Replica: target, Share: hint.RingShare(spans)}
+		for _, sp := range spans {
+			rs.Spans = append(rs.Spans, TokenSpan{Start: int64(sp.Start), End: int64(sp.End)})
+		}
+		out.Repairs = append(out.Repairs, rs)
+	}
+	slices.SortFunc(out.Repairs, func(a, b RepairStatus) int { return cmp.Compare(a.Replica, b.Replica) })
 	return out
 }
