@@ -528,9 +528,10 @@ func (c *clusterNode) every(d time.Duration, f func()) {
 	}
 }
 
-// replayHints is one round of replay: it discards the hints a rebuild covered, then
-// replays to each replica that is up.
+// replayHints is one round of replay: it discards the hints and the repair marks a
+// rebuild covered, then replays to each replica that is up.
 func (c *clusterNode) replayHints() {
+	c.clearCoveredMarks()
 	for target, s := range c.hints.Stats() {
 		id := ring.NodeID(target)
 		if before, ok := c.machine.HintsCovered(id); ok && s.Hints > 0 && s.Oldest.Before(before) {
@@ -622,7 +623,8 @@ func (c *clusterNode) close(ctx context.Context) error {
 func (c *clusterNode) status() admin.ClusterStatus {
 	st := admin.Status(admin.View{Self: c.self, ReplicationFactor: c.cfg.ReplicationFactor,
 		Placement: c.cfg.Placement, Routing: c.cfg.Routing, Strategy: c.strategy, Ring: c.machine.Ring(),
-		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats(), Clocks: c.clock.snapshot()})
+		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats(), Marks: c.repairMarks(),
+		Clocks: c.clock.snapshot()})
 	if c.rl != nil {
 		st.Topology = c.rl.status()
 		ms := c.rl.state.Load()

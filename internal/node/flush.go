@@ -138,9 +138,13 @@ func (s *clusterStore) askMember(ctx context.Context, id ring.NodeID, payload []
 
 // flushedHints drops the hints this node holds that were created before a FLUSHALL at ts
 // (replica.Handler.Flushed): they carry writes the flush deleted, which replayed would
-// come back on a replica that lacked them.
+// come back on a replica that lacked them. The repair marks of writes lost before it go
+// too: the flush deleted them everywhere.
 func (c *clusterNode) flushedHints(ts int64) {
 	before := time.UnixMicro(ts)
+	for _, target := range c.hints.MarkedTargets() {
+		c.clearMarks(target, before, "a FLUSHALL deleted")
+	}
 	for target := range c.hints.Stats() {
 		n, err := c.hints.Discard(target, before)
 		c.metrics.HintsDiscarded(n)

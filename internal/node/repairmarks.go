@@ -1,0 +1,46 @@
+package node
+
+import (
+	"time"
+
+	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/ring"
+)
+
+// The hint store marks the spans of the ring in which a replica lost writes whose hints
+// were dropped (hint.Store.Marked). The marks live on the coordinators that dropped the
+// hints, not on the replica, so they are cleared here the way the hints themselves are
+// discarded: once the replica announces a rebuild (machine.Node.HintsCovered), the marks
+// of writes lost before it started are obsolete, since a rebuild pulls every range the
+// replica holds from its peers; after a FLUSHALL, so are those of writes it deleted.
+
+// clearCoveredMarks clears the repair marks of each replica rebuilt since they were made.
+// It runs with each round of hint replay.
+func (c *clusterNode) clearCoveredMarks() {
+	for _, target := range c.hints.MarkedTargets() {
+		if before, ok := c.machine.HintsCovered(ring.NodeID(target)); ok {
+			c.clearMarks(target, before, "a rebuild covered")
+		}
+	}
+}
+
+// clearMarks clears target's repair marks of writes lost before before; why says what
+// covered them, for the log.
+func (c *clusterNode) clearMarks(target string, before time.Time, why string) {
+	n, err := c.hints.ClearMarks(target, before)
+	switch {
+	case err != nil:
+		c.log.Warn("clearing repair marks "+why, "replica", target, "err", err)
+	case n > 0:
+		c.log.Info("cleared repair marks "+why, "replica", target, "buckets", n, "left", len(c.hints.Marked(target)))
+	}
+}
+
+// repairMarks returns the repair marks this node holds, by replica, for its status.
+func (c *clusterNode) repairMarks() map[string][]hint.TokenSpan {
+	out := map[string][]hint.TokenSpan{}
+	for _, target := range c.hints.MarkedTargets() {
+		out[target] = c.hints.Marked(target)
+	}
+	return out
+}
