@@ -74,7 +74,8 @@ writes but is asked no reads (kura admin status shows it as refilling). For a re
 behind its peers, such as a read-optimized replica whose asynchronous writes were deferred
 to hints through a bulk load on slow disks: pulling in key order writes its B+tree far
 faster than replaying the hints in the order they were written. Once it is done, the
-coordinators discard the hints for it created before it started.`,
+coordinators discard the hints for it created before it started, and clear the repair
+marks of the writes it lost before then (kura admin status's "needs repair" lines).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return printAdmin(cmd.Context(), cmd.OutOrStdout(), http.MethodPost, addr, "/rebuild")
@@ -291,8 +292,27 @@ func printStatus(w io.Writer, st *admin.ClusterStatus) {
 		limit = fmt.Sprintf("max_clock_offset %v", maxOffset)
 	}
 	fmt.Fprintf(w, "clock: each node's clock minus this node's (%s), as estimated from its internode responses; ? = no estimate (none yet, or an older version); %s\n", st.Self, limit)
+	printRepairs(w, st)
 	if st.Topology != nil {
 		printTopology(w, st.Topology)
+	}
+}
+
+// printRepairs writes a line for each replica this node dropped hints for (the marks of
+// hint.Store; other coordinators hold their own): the writes in those spans reach it
+// only through a rebuild or a repair.
+func printRepairs(w io.Writer, st *admin.ClusterStatus) {
+	for _, r := range st.Repairs {
+		how := "`kura admin rebuild` on it"
+		if i := slices.IndexFunc(st.Members, func(m admin.MemberStatus) bool { return m.ID == r.Replica }); i >= 0 && st.Members[i].AdminAddr != "" {
+			how = fmt.Sprintf("`kura admin rebuild --admin %s`", st.Members[i].AdminAddr)
+		}
+		spans := "spans"
+		if len(r.Spans) == 1 {
+			spans = "span"
+		}
+		fmt.Fprintf(w, "needs repair: node %s: %d token %s (%.3g%% of the ring) lost hints %s dropped; run %s\n",
+			r.Replica, len(r.Spans), spans, 100*r.Share, st.Self, how)
 	}
 }
 

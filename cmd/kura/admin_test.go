@@ -59,6 +59,31 @@ clock: each node's clock minus this node's (b), as estimated from its internode 
 	}
 }
 
+// Each replica the node asked holds repair marks for gets a line saying how much of the
+// ring it lost writes in and how to bring them back.
+func TestPrintStatusSaysWhichReplicasNeedRepair(t *testing.T) {
+	st := &admin.ClusterStatus{Self: "n1", Members: []admin.MemberStatus{{ID: "n2", AdminAddr: "10.0.0.2:9380"}},
+		Repairs: []admin.RepairStatus{
+			{Replica: "n2", Share: 0.5, Spans: []admin.TokenSpan{{Start: -100, End: 0}, {Start: 50, End: 60}}},
+			{Replica: "n4", Share: 1.0 / 4096, Spans: []admin.TokenSpan{{Start: 0, End: 10}}},
+		}}
+	var b strings.Builder
+	printStatus(&b, st)
+	var got []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "needs repair") {
+			got = append(got, l)
+		}
+	}
+	want := []string{
+		"needs repair: node n2: 2 token spans (50% of the ring) lost hints n1 dropped; run `kura admin rebuild --admin 10.0.0.2:9380`",
+		"needs repair: node n4: 1 token span (0.0244% of the ring) lost hints n1 dropped; run `kura admin rebuild` on it",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestPrintTiers(t *testing.T) {
 	all := []admin.TiersStatus{{Node: "n1", Host: "host1", BudgetBytes: 1 << 30, Window: 10 * time.Second, MinReads: 1,
 		CountWrites: true, FastRowBytes: 900 << 20, InBoth: 2, DeviceCapBytes: 950 << 20,
