@@ -214,8 +214,9 @@ func (s *Store) dropped(target string, m row.Mutation, now time.Time, cause erro
 
 // Replay hands up to max of target's oldest hints to send as one batch, and deletes them
 // once send returns nil. Hints older than the window are deleted unsent (counted as
-// dropped, and their tokens marked for repair). It returns how many hints were sent; send's error is returned as is, and the
-// hints stay for the next attempt. Replays of one target must not run concurrently.
+// dropped, and their tokens marked for repair). It returns how many hints were sent;
+// send's error is returned as is, and the hints stay for the next attempt. Replays of one
+// target must not run concurrently.
 func (s *Store) Replay(target string, now time.Time, max int, send func([]row.Mutation) error) (int, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.floor(target), UpperBound: makeKey(target, ^uint64(0))})
 	if err != nil {
