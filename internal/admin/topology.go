@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -130,6 +131,11 @@ type MembershipStats struct {
 	SentBytes int64
 	// Transfers and TransfersDone are the change in flight's (0 when none).
 	Transfers, TransfersDone int
+	// StreamLimit is the node's stream limit as set (0: none); StreamEffectiveLimit what
+	// its streams run at now, the limit times the elastic factor; SchedLatencyP99 the Go
+	// scheduler latency p99 the elastic controller last observed (0 when it is off).
+	StreamLimit, StreamEffectiveLimit int64
+	SchedLatencyP99                   time.Duration
 }
 
 // PeerStream is what one peer sent this node's streams.
@@ -148,6 +154,10 @@ var (
 		"Stream page requests that failed and were asked again, by source.", []string{"peer"}, nil)
 	streamSentBytesDesc = prometheus.NewDesc("kura_stream_sent_bytes_total",
 		"Bytes of stream pages this node's replica sent for membership changes.", nil, nil)
+	streamLimitDesc = prometheus.NewDesc("kura_stream_limit_bytes",
+		"The node's stream limit in bytes per second, sent and received each: as set (kind=\"set\"), and as its streams run now, scaled down while the CPU is saturated (kind=\"effective\"); 0 is none.", []string{"kind"}, nil)
+	schedLatencyDesc = prometheus.NewDesc("kura_sched_latency_p99_seconds",
+		"The Go scheduler latency p99 of the last 100 ms, as the stream limit's elastic control observed it (0 when it is off).", nil, nil)
 	changeTransfersDesc = prometheus.NewDesc("kura_membership_change_transfers",
 		"Transfers of the membership change in flight, by state (done, pending); 0 when none is.", []string{"state"}, nil)
 )
@@ -157,7 +167,7 @@ type MembershipCollector func() MembershipStats
 
 // Describe implements prometheus.Collector.
 func (f MembershipCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{epochDesc, streamRecvBytesDesc, streamRecvRangesDesc, streamFailuresDesc, streamSentBytesDesc, changeTransfersDesc} {
+	for _, d := range []*prometheus.Desc{epochDesc, streamRecvBytesDesc, streamRecvRangesDesc, streamFailuresDesc, streamSentBytesDesc, changeTransfersDesc, streamLimitDesc, schedLatencyDesc} {
 		ch <- d
 	}
 }
@@ -172,6 +182,9 @@ func (f MembershipCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(streamFailuresDesc, prometheus.CounterValue, float64(p.Failures), peer)
 	}
 	ch <- prometheus.MustNewConstMetric(streamSentBytesDesc, prometheus.CounterValue, float64(s.SentBytes))
+	ch <- prometheus.MustNewConstMetric(streamLimitDesc, prometheus.GaugeValue, float64(s.StreamLimit), "set")
+	ch <- prometheus.MustNewConstMetric(streamLimitDesc, prometheus.GaugeValue, float64(s.StreamEffectiveLimit), "effective")
+	ch <- prometheus.MustNewConstMetric(schedLatencyDesc, prometheus.GaugeValue, s.SchedLatencyP99.Seconds())
 	ch <- prometheus.MustNewConstMetric(changeTransfersDesc, prometheus.GaugeValue, float64(s.TransfersDone), "done")
 	ch <- prometheus.MustNewConstMetric(changeTransfersDesc, prometheus.GaugeValue, float64(s.Transfers-s.TransfersDone), "pending")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
+	"github.com/kuradb/kura/internal/elastic"
 	"github.com/kuradb/kura/internal/meta"
 	"github.com/kuradb/kura/internal/metalog"
 	"github.com/kuradb/kura/internal/move"
@@ -60,6 +62,10 @@ var (
 	rangesMovedEvery = 2 * time.Second
 	reportInterval   = 500 * time.Millisecond
 	streamInterval   = time.Second
+	// elasticTick is how often elasticLoop observes the scheduler's latency: long enough
+	// for the p99 of a tick to count some hundreds of goroutine wake-ups at a modest
+	// load, short enough to slow the streams within a fraction of a second.
+	elasticTick = 100 * time.Millisecond
 )
 
 // ringLog is a node's part in the metadata log.
@@ -69,6 +75,12 @@ type ringLog struct {
 	streamer *stream.Streamer
 	recv     *stream.Limiter // the node's receive limit, shared by its transfers
 	send     *stream.Limiter // the node's send limit, shared by the stream pages it serves
+	// limit is the stream limit set (--stream-limit, kura admin stream-limit); recv and
+	// send run at it times the elastic factor (elasticLoop), whose bits factor holds.
+	limit  atomic.Int64
+	factor atomic.Uint64
+	// schedP99 is the last scheduler latency p99 elasticLoop observed, in nanoseconds.
+	schedP99 atomic.Int64
 	state    atomic.Pointer[meta.State]
 	kick     chan struct{} // wakes streamLoop
 
@@ -80,7 +92,7 @@ type ringLog struct {
 	// again while the change waits to record them (a Run of a complete job reads its
 	// progress file and kicks streamLoop, which would run it again at once).
 	finished map[stream.TransferID]bool
-	first   map[ring.NodeID]time.Time // when the leader first saw each joiner
+	first    map[ring.NodeID]time.Time // when the leader first saw each joiner
 	// downSince is when the leader's failure detector first held each member down, for
 	// --auto-remove-after; a member up again is forgotten, and a new leader starts afresh.
 	downSince map[ring.NodeID]time.Time
@@ -98,6 +110,8 @@ func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]context.CancelFunc{}, merging: map[stream.TransferID]bool{},
 		failed: map[stream.TransferID]string{}, finished: map[stream.TransferID]bool{}, first: map[ring.NodeID]time.Time{}, downSince: map[ring.NodeID]time.Time{},
 		recv: stream.NewLimiter(c.cfg.StreamLimit), send: stream.NewLimiter(c.cfg.StreamLimit)}
+	rl.limit.Store(c.cfg.StreamLimit)
+	rl.factor.Store(math.Float64bits(1))
 	c.handler.StreamPacer = rl.send
 	var err error
 	rl.log, err = metalog.Open(filepath.Join(c.dir, "meta"), metalog.Config{ID: c.self, Addr: c.ln.Addr().String(),
@@ -324,6 +338,10 @@ func (rl *ringLog) joinLog(self cluster.Member) error {
 
 // start starts the mode's loops on c's wait group.
 func (rl *ringLog) start() {
+	if rl.c.cfg.StreamCPUTarget > 0 {
+		rl.c.wg.Add(1)
+		go rl.elasticLoop()
+	}
 	rl.c.wg.Add(4)
 	go rl.leaderLoop()
 	go rl.streamLoop()
@@ -516,6 +534,42 @@ func (rl *ringLog) streamLoop() {
 	}
 }
 
+// setStreamLimit sets the node's stream limit, sent and received each (0: none), which
+// the streams then run at times the elastic factor.
+func (rl *ringLog) setStreamLimit(limit int64) {
+	rl.limit.Store(limit)
+	rl.applyFactor(math.Float64frombits(rl.factor.Load()))
+}
+
+func (rl *ringLog) applyFactor(f float64) {
+	rl.factor.Store(math.Float64bits(f))
+	l := elastic.Apply(rl.limit.Load(), f)
+	rl.recv.SetLimit(l)
+	rl.send.SetLimit(l)
+}
+
+// elasticLoop slows the streams when the Go scheduler's latency says the CPU is
+// saturated, and lets them back up to the limit when it has room (package elastic),
+// every elasticTick while a change is in flight; between changes the factor is 1.
+func (rl *ringLog) elasticLoop() {
+	defer rl.c.wg.Done()
+	ctl := elastic.New(elastic.Config{Target: rl.c.cfg.StreamCPUTarget})
+	sampler := elastic.NewSampler(0.99)
+	rl.c.every(elasticTick, func() {
+		p99 := sampler.Sample()
+		rl.schedP99.Store(int64(p99))
+		f := 1.0
+		if rl.state.Load().Change != nil {
+			f = ctl.Observe(p99)
+		} else {
+			ctl = elastic.New(ctl.Config())
+		}
+		if f != math.Float64frombits(rl.factor.Load()) {
+			rl.applyFactor(f)
+		}
+	})
+}
+
 // discard drops the progress of a change that ended, once no transfer of it runs.
 func (rl *ringLog) discard(change uint64) bool {
 	rl.mu.Lock()
@@ -533,7 +587,8 @@ func (rl *ringLog) discard(change uint64) bool {
 // stats is what the node's membership metrics report (admin.MembershipCollector).
 func (rl *ringLog) stats() admin.MembershipStats {
 	st := rl.state.Load()
-	out := admin.MembershipStats{Epoch: rl.c.machine.Epoch(), SentBytes: rl.c.handler.StreamBytesSent(), Received: map[string]admin.PeerStream{}}
+	out := admin.MembershipStats{Epoch: rl.c.machine.Epoch(), SentBytes: rl.c.handler.StreamBytesSent(), Received: map[string]admin.PeerStream{},
+		StreamLimit: rl.limit.Load(), StreamEffectiveLimit: rl.recv.Limit(), SchedLatencyP99: time.Duration(rl.schedP99.Load())}
 	for id, p := range rl.streamer.Peers() {
 		out.Received[string(id)] = admin.PeerStream{Bytes: p.Bytes, Ranges: p.Ranges, Failures: p.Failures}
 	}

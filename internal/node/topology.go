@@ -48,8 +48,7 @@ func (rl *ringLog) topology(req admin.TopologyRequest) (string, error) {
 		if req.Limit < 0 {
 			return "", errors.New("the stream limit must not be negative")
 		}
-		rl.recv.SetLimit(req.Limit)
-		rl.send.SetLimit(req.Limit)
+		rl.setStreamLimit(req.Limit)
 		return fmt.Sprintf("stream limit of %s: %d bytes per second sent and received, each (0: none)\n", rl.c.self, req.Limit), nil
 	case "cancel":
 		return rl.cancel(st)
@@ -179,7 +178,7 @@ func bytesString(n int64) string {
 func (rl *ringLog) status() *admin.TopologyStatus {
 	st := rl.state.Load()
 	ls := rl.log.Status()
-	out := &admin.TopologyStatus{Epoch: st.Epoch, Leader: string(ls.Leader), StreamLimit: rl.recv.Limit(), Voter: ls.Voter}
+	out := &admin.TopologyStatus{Epoch: st.Epoch, Leader: string(ls.Leader), StreamLimit: rl.limit.Load(), Voter: ls.Voter}
 	switch {
 	case ls.Voter && !ls.Quorum:
 		// A voter knows: no leader with a quorum behind it has been heard from lately.
