@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/hint"
+	"github.com/kuradb/kura/internal/meta"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -104,4 +106,30 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The marks of a replica the metadata log removed or that left are cleared with the next
+// replay round: the removal re-made its ranges from the replicas that stay, and a replica
+// that left holds nothing to repair. A member still in the ring keeps them.
+func TestMarksOfARemovedOrDecommissionedReplicaAreCleared(t *testing.T) {
+	hints, err := hint.Open(t.TempDir(), hint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hints.Close()
+	past := time.Now().Add(-hint.DefaultWindow - time.Hour)
+	for _, target := range []string{"gone", "left"} {
+		if err := hints.Add(target, row.Mutation{Key: []byte("held"), Row: cell("v", past.UnixMicro())}, past); err != nil {
+			t.Fatal(err)
+		}
+		if err := hints.Add(target, row.Mutation{Key: []byte("k808"), Row: cell("v", time.Now().UnixMicro())}, time.Now()); !errors.Is(err, hint.ErrExpired) {
+			t.Fatalf("a hint for %s past the window: %v", target, err)
+		}
+	}
+	c := &clusterNode{hints: hints, rl: &ringLog{}, log: slog.New(slog.DiscardHandler)}
+	c.rl.state.Store(&meta.State{Members: []meta.Member{{ID: "gone", State: meta.Removed}, {ID: "left", State: meta.Left}}})
+	c.clearCoveredMarks()
+	if got := hints.MarkedTargets(); len(got) != 0 {
+		t.Fatalf("marks left for %v after their replicas were removed or left", got)
+	}
 }
