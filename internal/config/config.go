@@ -137,10 +137,13 @@ type Config struct {
 	// StreamLimit bounds what a node streams for membership changes, in bytes per
 	// second, sent and received each; 0 sets no limit.
 	StreamLimit int64 `yaml:"stream_limit"`
-	// StreamCPUTarget is the Go scheduler latency (p99 of each 100 ms) above which the
-	// node slows its streams, sent and received, below StreamLimit (down to a quarter of
-	// it), and under which it lets them back up (package elastic): the CPU the
-	// foreground needs comes first. 0 streams at StreamLimit whatever the CPU.
+	// StreamCPUTarget, when set, is the Go scheduler latency (p99 of each 100 ms) above
+	// which the node slows its streams, sent and received, below StreamLimit (down to a
+	// quarter of it), and under which it lets them back up (package elastic). 0, the
+	// default, streams at StreamLimit whatever the CPU: measured on the re-replication
+	// experiment, a 1 ms target made the recovery 2.5 times as long without bringing the
+	// foreground's p99 down, which the receivers' compactions, not the streams, drove
+	// (docs/design/rereplication.md, section 7).
 	StreamCPUTarget time.Duration `yaml:"stream_cpu_target"`
 	// CleanupDelay is how long after a membership change finished a node deletes the
 	// rows of the ranges it gave up; 0 leaves it to kura admin cleanup.
@@ -216,7 +219,6 @@ func Default() Config {
 		JoinBatchWindow:        10 * time.Second,
 		AutoRemoveAfter:        10 * time.Minute,
 		StreamLimit:            64 << 20,
-		StreamCPUTarget:        time.Millisecond,
 		CleanupDelay:           10 * time.Minute,
 	}
 }
@@ -292,7 +294,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.AutoRemoveAfter, "auto-remove-after", c.AutoRemoveAfter, "cluster mode with --ring-source=log: a normal member down this long is removed and its ranges re-replicated (0: never; a rack whose every node is down is not)")
 	fs.DurationVar(&c.JoinBatchWindow, "join-batch-window", c.JoinBatchWindow, "cluster mode with --ring-source=log: nodes that register within this time of the first are planned as one change, so that starting several at once moves each range once")
 	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
-	fs.DurationVar(&c.StreamCPUTarget, "stream-cpu-target", c.StreamCPUTarget, "cluster mode: the Go scheduler latency (p99 over 100 ms) above which streams slow down below --stream-limit, to a quarter of it at most, so that the foreground gets the CPU first (0: streams always run at --stream-limit)")
+	fs.DurationVar(&c.StreamCPUTarget, "stream-cpu-target", c.StreamCPUTarget, "cluster mode: the Go scheduler latency (p99 over 100 ms) above which streams slow down below --stream-limit, to a quarter of it at most, so that the foreground gets the CPU first (e.g. 1ms; 0: streams always run at --stream-limit)")
 	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
 	fs.DurationVar(&c.CleanupDelay, "cleanup-delay", c.CleanupDelay, "cluster mode with --ring-source=log: how long after a membership change finished the node deletes the rows of the ranges it gave up (until then they stay, costing only disk, in case the change must be undone by hand); 0 leaves it to kura admin cleanup")
 	fs.DurationVar(&c.MaxClockOffset, "max-clock-offset", c.MaxClockOffset, "cluster mode: the most a node's clock may be off from most of its peers' (estimated from the stamps of internode messages) before the node refuses the writes it would timestamp, with UNAVAILABLE, until its clock is back within it; reads go on, and the read-modify-write commands it coordinates run at a key's other replicas. Peers further off are flagged in kura admin status and kura_clock_offset_seconds. NTP keeps servers within milliseconds of each other, so an offset of 500ms (CockroachDB's default --max-offset) is a broken clock, and two writes to a key through different nodes that far apart, with no read between, cannot be ordered by a clock that wrong. 0 sets no limit (offsets are still reported)")
