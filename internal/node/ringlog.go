@@ -77,8 +77,9 @@ type ringLog struct {
 	send     *stream.Limiter // the node's send limit, shared by the stream pages it serves
 	// limit is the stream limit set (--stream-limit, kura admin stream-limit); recv and
 	// send run at it times the elastic factor (elasticLoop), whose bits factor holds.
-	limit  atomic.Int64
-	factor atomic.Uint64
+	limit    atomic.Int64
+	factor   atomic.Uint64
+	limitsMu sync.Mutex // orders setStreamLimit's and elasticLoop's updates of recv and send
 	// schedP99 is the last scheduler latency p99 elasticLoop observed, in nanoseconds.
 	schedP99 atomic.Int64
 	state    atomic.Pointer[meta.State]
@@ -537,13 +538,23 @@ func (rl *ringLog) streamLoop() {
 // setStreamLimit sets the node's stream limit, sent and received each (0: none), which
 // the streams then run at times the elastic factor.
 func (rl *ringLog) setStreamLimit(limit int64) {
+	rl.limitsMu.Lock()
+	defer rl.limitsMu.Unlock()
 	rl.limit.Store(limit)
-	rl.applyFactor(math.Float64frombits(rl.factor.Load()))
+	rl.setLimiters()
 }
 
+// applyFactor sets the elastic factor and the limiters to the limit times it.
 func (rl *ringLog) applyFactor(f float64) {
+	rl.limitsMu.Lock()
+	defer rl.limitsMu.Unlock()
 	rl.factor.Store(math.Float64bits(f))
-	l := elastic.Apply(rl.limit.Load(), f)
+	rl.setLimiters()
+}
+
+// setLimiters sets recv and send to the limit times the factor; under limitsMu.
+func (rl *ringLog) setLimiters() {
+	l := elastic.Apply(rl.limit.Load(), math.Float64frombits(rl.factor.Load()))
 	rl.recv.SetLimit(l)
 	rl.send.SetLimit(l)
 }
