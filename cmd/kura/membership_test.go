@@ -33,6 +33,12 @@ type ringNode struct {
 // join through, empty for the first node.
 func startRingNode(t *testing.T, dir string, base, k int, seeds string, extra ...string) *ringNode {
 	t.Helper()
+	return startRingNodeBin(t, kuraBin, dir, base, k, seeds, extra...)
+}
+
+// startRingNodeBin is startRingNode running the kura binary at bin (another version's).
+func startRingNodeBin(t *testing.T, bin, dir string, base, k int, seeds string, extra ...string) *ringNode {
+	t.Helper()
 	port := func(off int) string { return "127.0.0.1:" + strconv.Itoa(base+off+k) }
 	args := []string{"--engine", "lsm", "--data-dir", fmt.Sprintf("%s/n%d", dir, k), "--host", fmt.Sprintf("h%d", k),
 		"--gossip-listen", port(0), "--internode-listen", port(1000), "--ring-source", "log",
@@ -41,7 +47,7 @@ func startRingNode(t *testing.T, dir string, base, k int, seeds string, extra ..
 		args = append(args, "--seeds", seeds)
 	}
 	args = append(args, extra...)
-	p := startKuraAt(t, port(2000), port(3000), args...)
+	p := startKuraBinAt(t, bin, port(2000), port(3000), args...)
 	n := &ringNode{proc: p, args: args}
 	m := regexpID.FindStringSubmatch(p.logs())
 	if m == nil {
@@ -124,6 +130,7 @@ type monotonic struct {
 	writes     int
 	reads      int
 	failures   int
+	errs       map[string]int // failures by message (at most 10 messages)
 	violations []string
 	static     int // keys s-0 .. s-(static-1) hold v-i, written before the workload
 	stop       chan struct{}
@@ -131,7 +138,7 @@ type monotonic struct {
 }
 
 func startMonotonic(clients []*redis.Client, writers, keysPer, static int, seed uint64) *monotonic {
-	w := &monotonic{acked: map[string]int{}, static: static, stop: make(chan struct{})}
+	w := &monotonic{acked: map[string]int{}, errs: map[string]int{}, static: static, stop: make(chan struct{})}
 	for c := range writers {
 		w.wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
@@ -154,7 +161,7 @@ func startMonotonic(clients []*redis.Client, writers, keysPer, static int, seed 
 					case err == redis.Nil || err == nil && got != fmt.Sprintf("v-%d", i):
 						w.violations = append(w.violations, fmt.Sprintf("s-%d: read %q (%v), v-%d acknowledged before the changes", i, got, err, i))
 					case err != nil:
-						w.failures++
+						w.failed(err)
 					}
 					w.reads++
 					w.mu.Unlock()
@@ -170,7 +177,7 @@ func startMonotonic(clients []*redis.Client, writers, keysPer, static int, seed 
 						w.acked[key] = max(w.acked[key], n)
 						w.writes++
 					} else {
-						w.failures++
+						w.failed(err)
 					}
 					w.mu.Unlock()
 				} else {
@@ -183,7 +190,7 @@ func startMonotonic(clients []*redis.Client, writers, keysPer, static int, seed 
 					case err == redis.Nil && want > 0:
 						w.violations = append(w.violations, fmt.Sprintf("%s: not found, %d acknowledged", key, want))
 					case err != nil && err != redis.Nil:
-						w.failures++
+						w.failed(err)
 					case err == nil:
 						if v, _ := strconv.Atoi(got); v < want {
 							w.violations = append(w.violations, fmt.Sprintf("%s: read %d, %d acknowledged", key, v, want))
@@ -197,6 +204,14 @@ func startMonotonic(clients []*redis.Client, writers, keysPer, static int, seed 
 		})
 	}
 	return w
+}
+
+// failed counts a failed operation; under w.mu.
+func (w *monotonic) failed(err error) {
+	w.failures++
+	if _, ok := w.errs[err.Error()]; ok || len(w.errs) < 10 {
+		w.errs[err.Error()]++
+	}
 }
 
 func (w *monotonic) stopAndWait() {

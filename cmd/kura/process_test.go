@@ -61,8 +61,14 @@ func startKura(t *testing.T, args ...string) *proc {
 // and waits until it is ready.
 func startKuraAt(t *testing.T, listen, adminAddr string, args ...string) *proc {
 	t.Helper()
+	return startKuraBinAt(t, kuraBin, listen, adminAddr, args...)
+}
+
+// startKuraBinAt is startKuraAt running the kura binary at bin.
+func startKuraBinAt(t *testing.T, bin, listen, adminAddr string, args ...string) *proc {
+	t.Helper()
 	args = append([]string{"server", "--listen", listen, "--admin-listen", adminAddr}, args...)
-	p := &proc{cmd: exec.Command(kuraBin, args...), done: make(chan error, 1)}
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

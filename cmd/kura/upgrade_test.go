@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/admin"
+)
+
+// beforeEntryV2 is the last commit before the metadata log's entry version 2
+// (meta.StartChange.Handoffs, f04c3f9): a binary built from it reads version 1 entries
+// only, and gossips no MetaVersion.
+const beforeEntryV2 = "b174286272a6c77f19837c0615231cc27dfea09d"
+
+// buildKuraAt builds the kura binary of commit from this repository's history (git
+// archive, then go build, without -race) and returns its path. Outside CI a checkout
+// without the commit (a shallow clone, an export) skips the test; in CI (CI=true) it
+// fails it, so that the mixed-version test cannot silently stop running.
+func buildKuraAt(t *testing.T, commit string) string {
+	t.Helper()
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		unavailable("not in a git checkout: %v", err)
+	}
+	root := strings.TrimSpace(string(top))
+	if err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
+		unavailable("commit %s is not in this checkout's history: %v", commit, err)
+	}
+	src := t.TempDir()
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", commit)
+	extract := exec.Command("tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extract.Stdin = pipe
+	if err := extract.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var archiveErr strings.Builder
+	archive.Stderr = &archiveErr
+	if err := archive.Run(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", commit, err, archiveErr.String())
+	}
+	if err := extract.Wait(); err != nil {
+		t.Fatalf("extracting %s: %v", commit, err)
+	}
+	bin := filepath.Join(t.TempDir(), "kura-"+commit[:7])
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kura")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kura at %s: %v\n%s", commit, err, out)
+	}
+	return bin
+}
+
+// tokensByOwner counts the ring's tokens of each member in st.
+func tokensByOwner(st *admin.ClusterStatus) map[string]int {
+	out := map[string]int{}
+	for _, tk := range st.Tokens {
+		out[tk.ID]++
+	}
+	return out
+}
+
+// TestRemovalsAcrossAnUpgradeFromBeforeHandoffs upgrades a cluster node by node across
+// the metadata log's entry version 2. Five nodes, one of them the binary from before it;
+// a real Redis client writes and reads at QUORUM throughout. A node is killed and removed
+// while the old binary is a member: the change must be one it reads (version 1, no token
+// handoffs: every survivor keeps exactly its own tokens; with five nodes move.HandOff
+// mostly keeps the ring successors anyway, so TestHandOffOnlyWhenEveryLiveMemberReadsIt
+// tests the planner's rule itself), and the old binary follows the change to the end.
+// The old node is then restarted on the new binary over the same data directory (its log
+// holds version 1 entries), and a second node is killed and removed. Afterwards every
+// acknowledged write reads back at QUORUM through the upgraded node and at ALL.
+func TestRemovalsAcrossAnUpgradeFromBeforeHandoffs(t *testing.T) {
+	oldBin := buildKuraAt(t, beforeEntryV2)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	base := freeBasePort(t, 5)
+	dir := t.TempDir()
+	seeds := "127.0.0.1:" + strconv.Itoa(base+1)
+	nodes := map[int]*ringNode{1: startRingNode(t, dir, base, 1, "")}
+	for k := 2; k <= 5; k++ {
+		if k == 4 {
+			nodes[k] = startRingNodeBin(t, oldBin, dir, base, k, seeds)
+		} else {
+			nodes[k] = startRingNode(t, dir, base, k, seeds)
+		}
+	}
+	waitTopology(t, nodes[1].adminAddr, "5 normal members", 2*time.Minute, settled(5))
+
+	c1 := redis.NewClient(&redis.Options{Addr: nodes[1].addr, PoolSize: 8, MaxRetries: -1})
+	defer c1.Close()
+	const static = 1000
+	loadStatic(t, nodes[1].addr, static)
+	work := startMonotonic([]*redis.Client{c1}, 4, 250, static, seed)
+	defer func() {
+		select {
+		case <-work.stop:
+		default:
+			work.stopAndWait()
+		}
+	}()
+
+	remove := func(k, left int) *admin.ClusterStatus {
+		t.Helper()
+		if err := nodes[k].kill(t, syscall.SIGKILL); err == nil {
+			t.Fatalf("node %d exited cleanly after SIGKILL", k)
+		}
+		waitTopology(t, nodes[1].adminAddr, fmt.Sprintf("node %d down", k), time.Minute, func(st *admin.ClusterStatus) bool {
+			for _, m := range st.Members {
+				if m.ID == nodes[k].id {
+					return !m.Up
+				}
+			}
+			return false
+		})
+		for {
+			out, err := runKura(t, "admin", "removenode", "--admin", nodes[1].adminAddr, nodes[k].id)
+			if err == nil {
+				break
+			}
+			if !strings.Contains(out, "live") {
+				t.Fatalf("removenode %d: %v\n%s", k, err, out)
+			}
+			time.Sleep(500 * time.Millisecond) // the leader's failure detector may lag ours
+		}
+		delete(nodes, k)
+		return waitTopology(t, nodes[1].adminAddr, fmt.Sprintf("node %d removed", k), 2*time.Minute, settled(left))
+	}
+
+	before, err := fetchStatus(context.Background(), nodes[1].adminAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := tokensByOwner(before)
+	st := remove(3, 4)
+	t.Logf("node 3 removed at epoch %d with the old binary a member", st.Topology.Epoch)
+	after := tokensByOwner(st)
+	for _, k := range []int{1, 2, 4, 5} {
+		if id := nodes[k].id; after[id] != owned[id] {
+			t.Errorf("node %d owns %d tokens after the removal, %d before: a token was handed off while a member reads only entry version 1", k, after[id], owned[id])
+		}
+	}
+	// The old binary applied the change: it too sees four normal members and no change.
+	waitTopology(t, nodes[4].adminAddr, "the old binary follows the removal", time.Minute, settled(4))
+
+	// Upgrade node 4: the new binary over the old one's data directory and log.
+	if err := nodes[4].kill(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("the old binary did not stop cleanly: %v\n%s", err, nodes[4].logs())
+	}
+	nodes[4] = startRingNode(t, dir, base, 4, seeds)
+	waitTopology(t, nodes[1].adminAddr, "node 4 back on the new binary", time.Minute, settled(4))
+
+	st = remove(2, 3)
+	t.Logf("node 2 removed at epoch %d, every member on the new binary", st.Topology.Epoch)
+	waitTopology(t, nodes[4].adminAddr, "the upgraded node follows the second removal", time.Minute, settled(3))
+	work.stopAndWait()
+
+	w, r, f := work.counts()
+	t.Logf("%d writes and %d reads acknowledged during the changes, %d failed: %v", w, r, f, work.errs)
+	if len(work.violations) > 0 {
+		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(work.violations), work.violations[:min(5, len(work.violations))])
+	}
+	if w < 100 {
+		t.Errorf("only %d writes acknowledged: the workload did not run through the changes", w)
+	}
+	acked := map[string]string{}
+	for k, v := range work.acked {
+		acked[k] = strconv.Itoa(v)
+	}
+	for i := range static {
+		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
+	}
+	c4 := redis.NewClient(&redis.Options{Addr: nodes[4].addr, MaxRetries: -1})
+	defer c4.Close()
+	missing := 0
+	for key, v := range acked {
+		got, err := c4.Get(context.Background(), key).Result()
+		n, _ := strconv.Atoi(got)
+		if err != nil || strings.HasPrefix(key, "s-") && got != v || !strings.HasPrefix(key, "s-") && n < work.acked[key] {
+			if missing++; missing < 5 {
+				t.Errorf("through the upgraded node: %s=%s acknowledged, reads %q (%v) at QUORUM", key, v, got, err)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("through the upgraded node: %d of %d acknowledged keys read back older or not at all", missing, len(acked))
+	}
+	if missing := missingAtAll(t, c1, readAll(t, c1, acked)); missing > 0 {
+		t.Errorf("%d keys read differently at ALL", missing)
+	}
+}
