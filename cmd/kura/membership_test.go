@@ -214,6 +214,32 @@ func (w *monotonic) failed(err error) {
 	}
 }
 
+// check logs the workload's counts and fails t if a read returned less than was
+// acknowledged, or if fewer than 100 writes were acknowledged (it did not run through
+// what the test did). It returns every acknowledged key with the value it must read
+// back (at least that counter for the workload's keys; exactly v-i for the static s-i).
+func (w *monotonic) check(t *testing.T) map[string]string {
+	t.Helper()
+	writes, reads, failures := w.counts()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("the workload: %d writes and %d reads acknowledged, %d failed %v", writes, reads, failures, w.errs)
+	if len(w.violations) > 0 {
+		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(w.violations), w.violations[:min(5, len(w.violations))])
+	}
+	if writes < 100 {
+		t.Errorf("only %d writes acknowledged: the workload did not run through the changes", writes)
+	}
+	acked := map[string]string{}
+	for k, v := range w.acked {
+		acked[k] = strconv.Itoa(v)
+	}
+	for i := range w.static {
+		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
+	}
+	return acked
+}
+
 func (w *monotonic) stopAndWait() {
 	close(w.stop)
 	w.wg.Wait()
@@ -338,22 +364,7 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 		t.Errorf("node 2 back after its removal still runs after a minute:\n%s", backOut.String())
 	}
 	work.stopAndWait()
-
-	w, r, f := work.counts()
-	t.Logf("%d writes and %d reads acknowledged during the changes, %d failed", w, r, f)
-	if len(work.violations) > 0 {
-		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(work.violations), work.violations[:min(5, len(work.violations))])
-	}
-	if w < 100 {
-		t.Errorf("only %d writes acknowledged: the workload did not run through the changes", w)
-	}
-	acked := map[string]string{}
-	for k, v := range work.acked {
-		acked[k] = strconv.Itoa(v)
-	}
-	for i := range static {
-		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
-	}
+	acked := work.check(t)
 	// Every acknowledged write reads back at QUORUM through every node left, and at ALL.
 	for _, k := range []int{1, 4, 5} {
 		c := redis.NewClient(&redis.Options{Addr: nodes[k].addr, MaxRetries: -1})
@@ -462,16 +473,7 @@ func TestStagedJoinAndReplace(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	work.stopAndWait()
-	if len(work.violations) > 0 {
-		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(work.violations), work.violations[:min(5, len(work.violations))])
-	}
-	acked := map[string]string{}
-	for i := range static {
-		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
-	}
-	for k, v := range work.acked {
-		acked[k] = strconv.Itoa(v)
-	}
+	acked := work.check(t)
 	for _, k := range []int{1, 2, 4, 5} {
 		c := redis.NewClient(&redis.Options{Addr: nodes[k].addr, MaxRetries: -1})
 		missing := 0

@@ -168,21 +168,7 @@ func TestRemovalsAcrossAnUpgradeFromBeforeHandoffs(t *testing.T) {
 	waitTopology(t, nodes[4].adminAddr, "the upgraded node follows the second removal", time.Minute, settled(3))
 	work.stopAndWait()
 
-	w, r, f := work.counts()
-	t.Logf("%d writes and %d reads acknowledged during the changes, %d failed: %v", w, r, f, work.errs)
-	if len(work.violations) > 0 {
-		t.Errorf("%d reads returned less than was acknowledged, e.g. %v", len(work.violations), work.violations[:min(5, len(work.violations))])
-	}
-	if w < 100 {
-		t.Errorf("only %d writes acknowledged: the workload did not run through the changes", w)
-	}
-	acked := map[string]string{}
-	for k, v := range work.acked {
-		acked[k] = strconv.Itoa(v)
-	}
-	for i := range static {
-		acked[fmt.Sprintf("s-%d", i)] = fmt.Sprintf("v-%d", i)
-	}
+	acked := work.check(t)
 	c4 := redis.NewClient(&redis.Options{Addr: nodes[4].addr, MaxRetries: -1})
 	defer c4.Close()
 	missing := 0
