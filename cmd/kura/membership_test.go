@@ -91,6 +91,34 @@ func waitTopology(t *testing.T, adminAddr, what string, limit time.Duration, ok 
 	}
 }
 
+// killAndRemove SIGKILLs dead, waits until via holds it down, and removes it with kura
+// admin removenode through via (asked again while the leader's failure detector still
+// holds it live). It returns once the removal is accepted, not finished.
+func killAndRemove(t *testing.T, via, dead *ringNode) {
+	t.Helper()
+	if err := dead.kill(t, syscall.SIGKILL); err == nil {
+		t.Fatalf("node %s exited cleanly after SIGKILL", dead.id)
+	}
+	waitTopology(t, via.adminAddr, "node "+dead.id+" down", time.Minute, func(st *admin.ClusterStatus) bool {
+		for _, m := range st.Members {
+			if m.ID == dead.id {
+				return !m.Up
+			}
+		}
+		return false
+	})
+	for {
+		out, err := runKura(t, "admin", "removenode", "--admin", via.adminAddr, dead.id)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(out, "live") {
+			t.Fatalf("removenode %s: %v\n%s", dead.id, err, out)
+		}
+		time.Sleep(500 * time.Millisecond) // the leader's failure detector may lag ours
+	}
+}
+
 // settled says the ring has the given number of normal members and no change in flight.
 func settled(normal int) func(*admin.ClusterStatus) bool {
 	return func(st *admin.ClusterStatus) bool {
@@ -316,27 +344,7 @@ func TestMembershipChangesUnderQuorumClients(t *testing.T) {
 	pause("1 decommissioned")
 
 	// Kill node 2 and remove it.
-	if err := nodes[2].kill(t, syscall.SIGKILL); err == nil {
-		t.Fatal("node 2 exited cleanly after SIGKILL")
-	}
-	waitTopology(t, nodes[1].adminAddr, "node 2 down", time.Minute, func(st *admin.ClusterStatus) bool {
-		for _, m := range st.Members {
-			if m.ID == nodes[2].id {
-				return !m.Up
-			}
-		}
-		return false
-	})
-	for {
-		out, err = runKura(t, "admin", "removenode", "--admin", nodes[1].adminAddr, nodes[2].id)
-		if err == nil || !strings.Contains(out, "live") {
-			break
-		}
-		time.Sleep(500 * time.Millisecond) // the leader's failure detector may lag ours
-	}
-	if err != nil {
-		t.Fatalf("removenode: %v\n%s", err, out)
-	}
+	killAndRemove(t, nodes[1], nodes[2])
 	st = waitTopology(t, nodes[1].adminAddr, "node 2 removed", 2*time.Minute, settled(3))
 	t.Logf("removed at epoch %d", st.Topology.Epoch)
 	pause("1 removed")

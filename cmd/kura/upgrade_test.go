@@ -115,27 +115,7 @@ func TestRemovalsAcrossAnUpgradeFromBeforeHandoffs(t *testing.T) {
 
 	remove := func(k, left int) *admin.ClusterStatus {
 		t.Helper()
-		if err := nodes[k].kill(t, syscall.SIGKILL); err == nil {
-			t.Fatalf("node %d exited cleanly after SIGKILL", k)
-		}
-		waitTopology(t, nodes[1].adminAddr, fmt.Sprintf("node %d down", k), time.Minute, func(st *admin.ClusterStatus) bool {
-			for _, m := range st.Members {
-				if m.ID == nodes[k].id {
-					return !m.Up
-				}
-			}
-			return false
-		})
-		for {
-			out, err := runKura(t, "admin", "removenode", "--admin", nodes[1].adminAddr, nodes[k].id)
-			if err == nil {
-				break
-			}
-			if !strings.Contains(out, "live") {
-				t.Fatalf("removenode %d: %v\n%s", k, err, out)
-			}
-			time.Sleep(500 * time.Millisecond) // the leader's failure detector may lag ours
-		}
+		killAndRemove(t, nodes[1], nodes[k])
 		delete(nodes, k)
 		return waitTopology(t, nodes[1].adminAddr, fmt.Sprintf("node %d removed", k), 2*time.Minute, settled(left))
 	}

@@ -3,9 +3,10 @@
 // configured limit when the CPU has room: CockroachDB's elastic CPU admission, reduced
 // to one factor. The signal is the Go scheduler's latency (the time a runnable goroutine
 // waits for a thread to run it, runtime/metrics "/sched/latencies:seconds"): it rises
-// when this process has more runnable work than its threads can run, and also when the
-// machine's other processes keep those threads from a core, which is when a foreground
-// request waits behind background work whatever process runs it.
+// when this process has more runnable work than its threads can run, and can rise when
+// the machine's other processes keep those threads from a core (a goroutine queued
+// behind a thread that is not running waits too). It does not see a goroutine that is
+// running on a thread the kernel has preempted.
 //
 // Controller is the deterministic core: additive increase, multiplicative decrease of a
 // factor between Config.Floor and 1, from one latency observation per tick. Sampler is
@@ -73,6 +74,9 @@ func (c *Controller) Observe(latency time.Duration) float64 {
 
 // Factor returns the current factor.
 func (c *Controller) Factor() float64 { return c.factor }
+
+// Reset puts the factor back at 1.
+func (c *Controller) Reset() { c.factor = 1 }
 
 // Config returns the controller's configuration with its defaults filled.
 func (c *Controller) Config() Config { return c.cfg }

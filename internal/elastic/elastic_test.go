@@ -48,6 +48,10 @@ func TestControllerDefaults(t *testing.T) {
 	if c.Factor() != 0.25 {
 		t.Fatalf("a saturated CPU leaves the factor at %v, want the floor 0.25", c.Factor())
 	}
+	c.Reset()
+	if c.Factor() != 1 || c.Observe(2*time.Millisecond) != 0.7 {
+		t.Fatalf("after Reset the factor is %v", c.Factor())
+	}
 }
 
 func TestApplyScalesALimitAndLeavesNoLimitAlone(t *testing.T) {

@@ -573,7 +573,7 @@ func (rl *ringLog) elasticLoop() {
 		if rl.state.Load().Change != nil {
 			f = ctl.Observe(p99)
 		} else {
-			ctl = elastic.New(ctl.Config())
+			ctl.Reset()
 		}
 		if f != math.Float64frombits(rl.factor.Load()) {
 			rl.applyFactor(f)
