@@ -221,7 +221,9 @@ func TestRepairMarksMatchTheDroppedKeys(t *testing.T) {
 		now = now.Add(time.Duration(rng.IntN(200)) * time.Millisecond)
 		target := targets[rng.IntN(len(targets))]
 		if rng.IntN(10) == 0 { // a replay, sent or failing
-			fail := rng.IntN(3) == 0
+			// n3 stays down: its hints age past the window whatever the seed, so that
+			// every way of dropping a hint happens in every run.
+			fail := target == "n3" || rng.IntN(3) == 0
 			// Every hint past the window is dropped; then up to max of the others sent.
 			var keep []held
 			for _, h := range pending[target] {
