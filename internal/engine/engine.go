@@ -353,3 +353,24 @@ func ReadView(r row.Row, now int64) row.Row {
 	r.Cells = cells
 	return r
 }
+
+// Scanner is an Engine with Scan, a callback form of NewIterator: what package repair
+// reads a replica's rows with (repair.Store).
+type Scanner struct{ Engine }
+
+// Scan calls fn for every row with lo <= key < hi, in key order, from one iterator (one
+// snapshot); fn must not keep key or r past its return. It stops at fn's first error and
+// returns it.
+func (s Scanner) Scan(lo, hi []byte, fn func(key []byte, r row.Row) error) error {
+	it, err := s.NewIterator(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.Next() {
+		if err := fn(it.Key(), it.Row()); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}

@@ -52,6 +52,7 @@ var purePackages = []string{
 	"internal/topo",
 	"internal/flowsim",
 	"internal/movesim",
+	"internal/repair",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it

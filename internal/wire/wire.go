@@ -55,18 +55,7 @@ type ReadResponse struct {
 
 // AppendWriteRequest appends m's encoding to dst.
 func AppendWriteRequest(dst []byte, m *WriteRequest) []byte {
-	dst = append(dst, Version)
-	dst = binary.AppendUvarint(dst, uint64(len(m.Mutations)))
-	var enc []byte
-	for i := range m.Mutations {
-		mu := &m.Mutations[i]
-		dst = binary.AppendUvarint(dst, uint64(len(mu.Key)))
-		dst = append(dst, mu.Key...)
-		enc = row.AppendEncode(enc[:0], &mu.Row)
-		dst = binary.AppendUvarint(dst, uint64(len(enc)))
-		dst = append(dst, enc...)
-	}
-	return dst
+	return appendMutations(append(dst, Version), m.Mutations)
 }
 
 // DecodeWriteRequest parses a WriteRequest; keys and rows alias b.

@@ -1,0 +1,239 @@
+package repair
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// Shape is a tree's token range, (Start, End] as a ring range (wrapping past MaxToken
+// when Start >= End; Start == End is the whole ring), cut into 2^Depth leaves of equal
+// token width. Both sides of a session build their trees with the same Shape, so that
+// node i covers the same tokens on both.
+type Shape struct {
+	Start, End ring.Token
+	Depth      int
+}
+
+// Leaves returns the number of leaves, 2^Depth.
+func (s Shape) Leaves() int { return 1 << s.Depth }
+
+// Contains reports whether token t lies in (Start, End].
+func (s Shape) Contains(t ring.Token) bool {
+	if s.Start == s.End {
+		return true
+	}
+	return uint64(t-s.Start-1) < uint64(s.End-s.Start)
+}
+
+// offset returns t's position in the range, 0 for the first token after Start.
+func (s Shape) offset(t ring.Token) uint64 { return uint64(t - s.Start - 1) }
+
+// leafOf returns the leaf of a token at offset off at depth d: floor(off × 2^d / width).
+func (s Shape) leafOf(off uint64, d int) int {
+	if d == 0 {
+		return 0
+	}
+	if s.Start == s.End { // width 2^64
+		return int(off >> (64 - d))
+	}
+	hi, lo := bits.Mul64(off, 1<<d)
+	q, _ := bits.Div64(hi, lo, uint64(s.End-s.Start)) // off < width, so hi < width
+	return int(q)
+}
+
+// View is what both sides of a session hash of a row, so that two replicas holding the
+// same data hash the same thing whatever their engines and whenever their compactions
+// ran: the row as read at Now (expired cells as tombstones, engine.ReadView's rule),
+// without the tombstones older than Now - Grace (which an engine may already have
+// purged, row.Purge's rule). A row left empty is not hashed at all, as if absent. Salt
+// seeds every hash, so that two sessions' hashes are independent: a collision that hid
+// a difference in one session does not hide it in the next.
+type View struct {
+	Salt       uint64
+	Now, Grace int64
+}
+
+// entry is one hashed row of a tree.
+type entry struct {
+	off     uint64 // the token's offset in the range
+	keyHash uint32
+	rowHash uint64
+	newest  int64
+	key     []byte // the engine key, in the builder's arena
+}
+
+// Builder hashes a replica's rows of one range into a Tree. Not safe for concurrent use.
+type Builder struct {
+	shape   Shape
+	view    View
+	entries []entry
+	arena   []byte
+	cells   []row.Cell
+	enc     []byte
+	digest  *xxhash.Digest
+	salt    [8]byte
+}
+
+// NewBuilder returns a builder of trees of shape's range (its Depth is set later, by
+// Tree) hashing rows as v says.
+func NewBuilder(shape Shape, v View) *Builder {
+	b := &Builder{shape: shape, view: v, digest: xxhash.New()}
+	binary.LittleEndian.PutUint64(b.salt[:], v.Salt)
+	return b
+}
+
+// Add hashes the row stored under the engine key ekey (ring.EngineKey). Rows may come
+// in any order. It returns an error for a key whose token is outside the range or too
+// short to hold one; the builder keeps neither ekey nor r.
+func (b *Builder) Add(ekey []byte, r row.Row) error {
+	t, _, err := ring.SplitEngineKey(ekey)
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	if !b.shape.Contains(t) {
+		return fmt.Errorf("repair: key of token %d outside the range (%d, %d]", t, b.shape.Start, b.shape.End)
+	}
+	v, ok := b.viewOf(r)
+	if !ok {
+		return nil
+	}
+	b.enc = row.AppendEncode(b.enc[:0], &v)
+	b.digest.Reset()
+	b.digest.Write(b.salt[:])
+	b.digest.Write(ekey)
+	kh := uint32(b.digest.Sum64())
+	b.digest.Write(b.enc)
+	start := len(b.arena)
+	b.arena = append(b.arena, ekey...)
+	b.entries = append(b.entries, entry{
+		off: b.shape.offset(t), keyHash: kh, rowHash: b.digest.Sum64(), newest: v.Newest(),
+		key: b.arena[start:len(b.arena):len(b.arena)],
+	})
+	return nil
+}
+
+// viewOf returns what is hashed of r (see View), and false when that is nothing. The
+// result may share memory with r and with the builder's buffers.
+func (b *Builder) viewOf(r row.Row) (row.Row, bool) {
+	horizon := b.view.Now - b.view.Grace
+	out := row.Row{Deleted: r.Deleted}
+	if out.Deleted != 0 && out.Deleted < horizon {
+		out.Deleted = 0
+	}
+	b.cells = b.cells[:0]
+	for _, c := range r.Cells {
+		if c.ExpiresAt != 0 && b.view.Now >= c.ExpiresAt {
+			c = row.Cell{Name: c.Name, Timestamp: c.Timestamp, Tombstone: true}
+		}
+		if c.Tombstone && c.Timestamp < horizon {
+			continue
+		}
+		b.cells = append(b.cells, c)
+	}
+	out.Cells = b.cells
+	return out, !out.IsEmpty()
+}
+
+// Rows returns how many rows the builder has hashed (rows left empty by the view not
+// counted).
+func (b *Builder) Rows() int { return len(b.entries) }
+
+// Root returns the root hash of what was added: the XOR of every row's hash, whatever
+// the depth.
+func (b *Builder) Root() uint64 {
+	var h uint64
+	for i := range b.entries {
+		h ^= b.entries[i].rowHash
+	}
+	return h
+}
+
+// Tree returns the tree of depth d (0 <= d <= MaxDepth) over what was added. The builder
+// must not be used afterwards.
+func (b *Builder) Tree(d int) *Tree {
+	shape := b.shape
+	shape.Depth = d
+	slices.SortStableFunc(b.entries, func(x, y entry) int {
+		switch {
+		case x.off < y.off:
+			return -1
+		case x.off > y.off:
+			return 1
+		}
+		return 0
+	})
+	n := shape.Leaves()
+	t := &Tree{shape: shape, nodes: make([]uint64, 2*n), starts: make([]int32, n+1), entries: b.entries}
+	leaf := 0
+	for i := range b.entries {
+		l := shape.leafOf(b.entries[i].off, d)
+		for leaf < l {
+			leaf++
+			t.starts[leaf] = int32(i)
+		}
+		t.nodes[n+l] ^= b.entries[i].rowHash
+	}
+	for leaf < n {
+		leaf++
+		t.starts[leaf] = int32(len(b.entries))
+	}
+	for i := n - 1; i >= 1; i-- {
+		t.nodes[i] = t.nodes[2*i] ^ t.nodes[2*i+1]
+	}
+	b.entries = nil
+	return t
+}
+
+// Tree is a hash tree over one replica's rows of a range: a complete binary tree in heap
+// order (node 1 the root, node i's children 2i and 2i+1, leaf j at 2^Depth + j), each
+// leaf the XOR of its rows' hashes and each inner node the XOR of its children. XOR makes
+// a node's hash independent of the order rows were added in, lets a parent and one child
+// give the other child, and would let a tree follow writes without a scan (Riak's TicTac
+// trees; see docs/design/repair.md for why kura builds them by a scan). Not safe for
+// concurrent use.
+type Tree struct {
+	shape   Shape
+	nodes   []uint64
+	starts  []int32
+	entries []entry
+}
+
+// Shape returns the tree's shape.
+func (t *Tree) Shape() Shape { return t.shape }
+
+// Hash returns node i's hash (1 <= i < 2^(Depth+1)).
+func (t *Tree) Hash(i int) uint64 { return t.nodes[i] }
+
+// Root returns the root's hash.
+func (t *Tree) Root() uint64 { return t.nodes[1] }
+
+// Rows returns the number of rows hashed.
+func (t *Tree) Rows() int { return len(t.entries) }
+
+// leaf returns leaf j's entries.
+func (t *Tree) leaf(j int) []entry { return t.entries[t.starts[j]:t.starts[j+1]] }
+
+// MaxDepth is the deepest tree: 2^20 leaves, 16 MiB of hashes.
+const MaxDepth = 20
+
+// LeafRows is the number of rows a leaf holds on average at the depth DepthFor chooses.
+// Fewer rows a leaf make the leaf lists of a session cheaper and its descent longer; with
+// 8-byte hashes, two is the cheapest for a few differing rows among many (see
+// docs/design/repair.md).
+const LeafRows = 2
+
+// DepthFor returns the depth whose leaves hold about LeafRows of rows rows.
+func DepthFor(rows int) int {
+	d := 0
+	for d < MaxDepth && rows > LeafRows<<d {
+		d++
+	}
+	return d
+}
