@@ -52,6 +52,7 @@ func newAdminCmd() *cobra.Command {
 		})
 	}
 	cmd.AddCommand(newTiersCmd(&addr))
+	cmd.AddCommand(newRepairCmd(&addr))
 	addTopologyCmds(cmd, &addr)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "store",
@@ -293,6 +294,9 @@ func printStatus(w io.Writer, st *admin.ClusterStatus) {
 	}
 	fmt.Fprintf(w, "clock: each node's clock minus this node's (%s), as estimated from its internode responses; ? = no estimate (none yet, or an older version); %s\n", st.Self, limit)
 	printRepairs(w, st)
+	if st.Repair != nil {
+		fmt.Fprintf(w, "%s (on %s)\n", repairLine(*st.Repair, time.Now()), st.Self)
+	}
 	if st.Topology != nil {
 		printTopology(w, st.Topology)
 	}

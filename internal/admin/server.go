@@ -37,6 +37,11 @@ type Config struct {
 	// Topology runs an operator's membership change (POST /topology) and returns its
 	// report; nil when not in cluster mode.
 	Topology func(TopologyRequest) (string, error)
+	// Repair starts a repair of this node's ranges (POST /repair) and returns its
+	// status as it starts, or ErrRepairRunning; RepairProgress returns the running or last
+	// repair's, false when none has run. Both nil when not in cluster mode.
+	Repair         func(RepairRequest) (RepairProgress, error)
+	RepairProgress func() (RepairProgress, bool)
 	// Tiers is the tiered engine's status and budget (/tiers); nil when not tiered.
 	Tiers *Tiers
 	// Engine's report of its store answers /debug/store (engine.Reporter).
@@ -45,7 +50,8 @@ type Config struct {
 }
 
 // Server serves /metrics, /healthz, /cluster (ClusterStatus as JSON), /tiers
-// (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers), /topology
+// (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers), /repair
+// (POST: repair this node's ranges with their other replicas; GET: its status), /topology
 // (POST: a membership change),
 // /debug/store (the engine's report of its store, as text) and /debug/pprof.
 type Server struct {
@@ -67,6 +73,7 @@ func Serve(ln net.Listener, cfg Config) *Server {
 	mux.HandleFunc("/cluster", cfg.serveCluster)
 	mux.HandleFunc("/tiers", cfg.serveTiers)
 	mux.HandleFunc("/rebuild", cfg.serveRebuild)
+	mux.HandleFunc("/repair", cfg.serveRepair)
 	mux.HandleFunc("/topology", cfg.serveTopology)
 	mux.HandleFunc("/debug/store", cfg.serveStore)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -28,6 +28,9 @@ type ClusterStatus struct {
 	// Repairs are the replicas that lost writes this node's hints could not deliver
 	// (hint.Store.Marked), with the spans of the ring they lost them in.
 	Repairs []RepairStatus `json:"repairs,omitempty"`
+	// Repair is this node's anti-entropy repair (`kura admin repair`): the one running,
+	// or the last one; nil when none has run since the node started.
+	Repair *RepairProgress `json:"repair,omitempty"`
 	// Topology is the cluster metadata, for a node that follows the metadata log.
 	Topology *TopologyStatus `json:"topology,omitempty"`
 }

@@ -77,6 +77,7 @@ type clusterNode struct {
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
 	refreshMu sync.Mutex // orders refresh's reads of gossip with its SetView calls
+	repair    *repairer  // anti-entropy repair (repair.go)
 
 	peers *transport.Pool // clients to the other members, by node ID
 
@@ -112,6 +113,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 		return nil, err
 	}
 	c.metrics = admin.NewClusterMetrics(reg, c.hints, eng.Role())
+	c.repair = newRepairer(c, eng, reg)
 	c.hintq = hint.NewQueue(c.hints, hint.QueueSize, func(target string, err error) {
 		c.metrics.HintStored(err)
 		if err != nil {
@@ -197,7 +199,7 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 }
 
 func (c *clusterNode) startServer() error {
-	srv, err := transport.NewServer(countingHandler{metaHandler{leaderHandler{c.handler, &c.storeP}, &c.metaP}, c.metrics},
+	srv, err := transport.NewServer(countingHandler{metaHandler{leaderHandler{repairHandler{c.handler, c.repair}, &c.storeP}, &c.metaP}, c.metrics},
 		transport.ServerConfig{Logger: c.log, Clock: c.clock, MaxClockAhead: c.cfg.MaxClockOffset,
 			MaxVersion: c.internodeVersion, Epoch: c.epoch, ObserveEpoch: c.observeEpoch, RefuseStaleEpoch: refuseStale})
 	if err != nil {
@@ -625,6 +627,9 @@ func (c *clusterNode) status() admin.ClusterStatus {
 		Placement: c.cfg.Placement, Routing: c.cfg.Routing, Strategy: c.strategy, Ring: c.machine.Ring(),
 		Members: c.gossip.Members(), Lagging: c.machine.Lagging, Hints: c.hints.Stats(), Marks: c.repairMarks(),
 		Clocks: c.clock.snapshot()})
+	if pr, ok := c.repair.status(); ok {
+		st.Repair = &pr
+	}
 	if c.rl != nil {
 		st.Topology = c.rl.status()
 		ms := c.rl.state.Load()

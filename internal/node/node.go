@@ -155,8 +155,12 @@ func (n *Node) start() (err error) {
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
-		n.admin = admin.Serve(ln, admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
-			Rebuild: n.rebuild, Topology: n.changeTopology, Tiers: n.tiers, Engine: n.eng, Logger: log})
+		ac := admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
+			Rebuild: n.rebuild, Topology: n.changeTopology, Tiers: n.tiers, Engine: n.eng, Logger: log}
+		if cfg.Clustered() {
+			ac.Repair, ac.RepairProgress = n.startRepair, n.repairProgress
+		}
+		n.admin = admin.Serve(ln, ac)
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
@@ -271,6 +275,23 @@ func (n *Node) rebuild() (bool, error) {
 		return false, nil
 	}
 	return true, c.rebuild()
+}
+
+// startRepair starts a repair of this node's ranges (/repair).
+func (n *Node) startRepair(req admin.RepairRequest) (admin.RepairProgress, error) {
+	c := n.clusterP.Load()
+	if c == nil {
+		return admin.RepairProgress{}, errors.New("node: cluster mode is still starting")
+	}
+	return c.repair.start(req)
+}
+
+// repairProgress returns the running or last repair's progress (/repair).
+func (n *Node) repairProgress() (admin.RepairProgress, bool) {
+	if c := n.clusterP.Load(); c != nil {
+		return c.repair.status()
+	}
+	return admin.RepairProgress{}, false
 }
 
 // infoSections is the node's part of INFO: the engine and its durability.

@@ -17,8 +17,10 @@
 //
 //  1. Open: the initiator sends the range, the view, and its root (the XOR of its rows'
 //     hashes, whatever the depth); the responder scans and answers whether the roots
-//     differ and how many rows it holds. Equal roots end the session: one round trip
-//     and a few dozen bytes for two replicas that agree.
+//     differ and how many rows it holds. Equal roots end the session, at both ends: one
+//     round trip and a few dozen bytes for two replicas that agree. Otherwise the
+//     responder holds the session until a Close (or until MaxSessions newer ones evict
+//     it).
 //  2. Descend, level by level: for every node found differing, the initiator sends its
 //     left child's hash; the responder derives the right child's (parent XOR left) and
 //     answers two bits a node. One hash a differing node, where a Merkle tree of

@@ -156,14 +156,14 @@ func (in *initiator) run(shape Shape, v View) error {
 	if err != nil {
 		return err
 	}
-	in.opened = true
 	in.stats.PeerRows = resp.Held
 	if len(resp.Differ) != 1 {
 		return fmt.Errorf("%w: open answered with %d bits", ErrProtocol, len(resp.Differ))
 	}
-	if !resp.Differ[0] {
+	if !resp.Differ[0] { // the responder holds no session
 		return nil
 	}
+	in.opened = true
 	d := DepthFor(int(max(in.stats.Rows, in.stats.PeerRows)))
 	t := b.Tree(d)
 	in.stats.Depth = d
@@ -405,7 +405,9 @@ func (r *Responder) Serve(payload []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.hold(req.Session, s)
+		if resp.Differ[0] { // equal roots end the session here: no Close comes
+			r.hold(req.Session, s)
+		}
 		return wire.AppendRepairResponse(nil, &resp), nil
 	}
 	r.mu.Lock()

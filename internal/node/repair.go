@@ -1,0 +1,289 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kuradb/kura/internal/admin"
+	"github.com/kuradb/kura/internal/engine"
+	"github.com/kuradb/kura/internal/repair"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/transport"
+	"github.com/kuradb/kura/internal/wire"
+)
+
+// Anti-entropy repair (`kura admin repair`, package repair): the node compares each
+// range it replicates with each other replica of it and exchanges the rows that differ.
+// The repairer runs one session at a time, range after range; its responder answers the
+// sessions peers open with this node (wire.MethodRepair).
+
+// repairCallTimeout bounds one step of a session. The first scans the range at the
+// responder, which takes about a second per million rows.
+const repairCallTimeout = 2 * time.Minute
+
+// repairer is a cluster node's anti-entropy repair.
+type repairer struct {
+	c       *clusterNode
+	respond *repair.Responder
+	metrics repairMetrics
+
+	mu       sync.Mutex
+	progress admin.RepairProgress
+	ran      bool // progress is of a repair that ran (or runs)
+}
+
+type repairMetrics struct {
+	sessions *prometheus.CounterVec // result: equal, differ, failed
+	bytes    *prometheus.CounterVec // direction: sent, received
+	rows     prometheus.Counter
+	differ   prometheus.Counter
+	pending  prometheus.Gauge
+}
+
+func newRepairer(c *clusterNode, eng engine.Engine, reg prometheus.Registerer) *repairer {
+	r := &repairer{c: c, respond: &repair.Responder{Store: engine.Scanner{Engine: eng}}}
+	r.metrics = repairMetrics{
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_repair_sessions_total",
+			Help: "Anti-entropy repair sessions this node initiated (one per range and other replica), by result: " +
+				"equal (the replicas agreed), differ (rows were exchanged), failed."}, []string{"result"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_repair_bytes_total",
+			Help: "Bytes on the wire of the repair sessions this node initiated, frame headers included, by direction."}, []string{"direction"}),
+		rows: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_repair_rows_differing_total",
+			Help: "Rows the repair sessions this node initiated found differing between replicas."}),
+		differ: prometheus.NewCounter(prometheus.CounterOpts{Name: "kura_repair_bytes_differing_total",
+			Help: "Encoded size of the newer version of each row kura_repair_rows_differing_total counts."}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kura_repair_ranges_pending",
+			Help: "Ranges the running repair on this node has still to compare."}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{r.metrics.sessions, r.metrics.bytes, r.metrics.rows, r.metrics.differ, r.metrics.pending} {
+			reg.MustRegister(c)
+		}
+	}
+	return r
+}
+
+// repairHandler answers wire.MethodRepair with the repairer's responder, and passes every
+// other method to next.
+type repairHandler struct {
+	next interface {
+		Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error)
+	}
+	r *repairer
+}
+
+func (h repairHandler) Handle(ctx context.Context, method uint16, payload []byte) ([]byte, error) {
+	if method != wire.MethodRepair {
+		return h.next.Handle(ctx, method, payload)
+	}
+	return h.r.respond.Serve(payload)
+}
+
+// repairTask is one range and the other replicas to repair it with.
+type repairTask struct {
+	start, end ring.Token
+	peers      []ring.NodeID
+}
+
+// tasks lists what req asks this node to repair, from its current ring.
+func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, error) {
+	c := r.c
+	rg := c.machine.Ring()
+	if rg == nil {
+		return nil, errors.New("node: no ring yet")
+	}
+	var limit *repair.Shape
+	if req.Range != "" {
+		lo, hi, ok := strings.Cut(req.Range, ":")
+		s, err1 := strconv.ParseInt(lo, 10, 64)
+		e, err2 := strconv.ParseInt(hi, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("node: range %q: want START:END, two tokens", req.Range)
+		}
+		limit = &repair.Shape{Start: ring.Token(s), End: ring.Token(e)}
+	}
+	if req.Node != "" {
+		if _, ok := rg.Node(ring.NodeID(req.Node)); !ok {
+			return nil, fmt.Errorf("node: %s is not in the ring", req.Node)
+		}
+	}
+	var out []repairTask
+	for i := range rg.RangeCount() {
+		set := c.strategy.Replicas(rg, rg.RangeEnd(i), c.cfg.ReplicationFactor)
+		if !slices.Contains(set, c.self) || (req.Primary && set[0] != c.self) {
+			continue
+		}
+		var peers []ring.NodeID
+		for _, id := range set {
+			if id != c.self && (req.Node == "" || string(id) == req.Node) {
+				peers = append(peers, id)
+			}
+		}
+		if len(peers) == 0 {
+			continue
+		}
+		// With several peers the first is asked again at the end, so that it also gets
+		// what the others held (the node holds the merge of all by then).
+		if len(peers) > 1 {
+			peers = append(peers, peers[0])
+		}
+		arcs := []repair.Shape{{Start: rg.RangeStart(i), End: rg.RangeEnd(i)}}
+		if limit != nil {
+			arcs = intersectArcs(arcs[0], *limit)
+		}
+		for _, a := range arcs {
+			out = append(out, repairTask{start: a.Start, end: a.End, peers: peers})
+		}
+	}
+	return out, nil
+}
+
+// intersectArcs returns the ring ranges (Start, End] that lie in both a and b.
+func intersectArcs(a, b repair.Shape) []repair.Shape {
+	var out []repair.Shape
+	for _, x := range linear(a) {
+		for _, y := range linear(b) {
+			lo, hi := max(x[0], y[0]), min(x[1], y[1])
+			if lo <= hi {
+				out = append(out, repair.Shape{Start: lo - 1, End: hi}) // lo-1 wraps at MinToken, as the ring does
+			}
+		}
+	}
+	return out
+}
+
+// linear returns a ring range's tokens as inclusive intervals of the token line.
+func linear(a repair.Shape) [][2]ring.Token {
+	switch {
+	case a.Start == a.End:
+		return [][2]ring.Token{{ring.MinToken, ring.MaxToken}}
+	case a.Start < a.End:
+		return [][2]ring.Token{{a.Start + 1, a.End}}
+	}
+	out := [][2]ring.Token{{ring.MinToken, a.End}}
+	if a.Start != ring.MaxToken {
+		out = append(out, [2]ring.Token{a.Start + 1, ring.MaxToken})
+	}
+	return out
+}
+
+// start starts a repair in the background, or returns admin.ErrRepairRunning.
+func (r *repairer) start(req admin.RepairRequest) (admin.RepairProgress, error) {
+	tasks, err := r.tasks(req)
+	if err != nil {
+		return admin.RepairProgress{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.progress.Running {
+		return r.progress, admin.ErrRepairRunning
+	}
+	r.progress = admin.RepairProgress{Running: true, Request: req, Started: time.Now(), Ranges: len(tasks)}
+	r.ran = true
+	r.metrics.pending.Set(float64(len(tasks)))
+	r.c.wg.Add(1)
+	go r.run(tasks)
+	return r.progress, nil
+}
+
+// status returns the running or last repair's progress.
+func (r *repairer) status() (admin.RepairProgress, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.progress, r.ran
+}
+
+func (r *repairer) run(tasks []repairTask) {
+	defer r.c.wg.Done()
+	c := r.c
+	c.log.Info("repair: starting", "ranges", len(tasks))
+	for i, t := range tasks {
+		for _, p := range t.peers {
+			select {
+			case <-c.stop:
+				r.finish(errors.New("node: stopping"))
+				return
+			default:
+			}
+			st, err := r.session(t, p)
+			r.record(st, err, p)
+		}
+		r.mu.Lock()
+		r.progress.RangesDone = i + 1
+		r.mu.Unlock()
+		r.metrics.pending.Set(float64(len(tasks) - i - 1))
+	}
+	r.finish(nil)
+}
+
+// session runs one session of range t with peer p.
+func (r *repairer) session(t repairTask, p ring.NodeID) (repair.Stats, error) {
+	c := r.c
+	if !c.ownsTokens(p) {
+		return repair.Stats{}, fmt.Errorf("node: %s no longer owns tokens", p)
+	}
+	cl, err := c.peer(p)
+	if err != nil {
+		return repair.Stats{}, err
+	}
+	peer := func(req []byte) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), repairCallTimeout)
+		defer cancel()
+		return cl.Call(ctx, wire.MethodRepair, req)
+	}
+	v := repair.View{Salt: rand.Uint64(), Now: time.Now().UnixMicro(), Grace: c.cfg.TombstoneGrace.Microseconds()}
+	return repair.Run(engine.Scanner{Engine: c.handler.Engine}, peer, rand.Uint64(), t.start, t.end, v)
+}
+
+func (r *repairer) record(st repair.Stats, err error, p ring.NodeID) {
+	sent := st.BytesSent + st.Messages*transport.HeaderSize
+	received := st.BytesReceived + st.Messages*transport.HeaderSize
+	r.metrics.bytes.WithLabelValues("sent").Add(float64(sent))
+	r.metrics.bytes.WithLabelValues("received").Add(float64(received))
+	r.metrics.rows.Add(float64(st.RowsDiffering))
+	r.metrics.differ.Add(float64(st.BytesDiffering))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pr := &r.progress
+	pr.Sessions++
+	pr.BytesSent += sent
+	pr.BytesReceived += received
+	pr.RowsHashed += st.Rows
+	switch {
+	case err != nil:
+		pr.Failed++
+		pr.LastError = fmt.Sprintf("with %s: %v", p, err)
+		r.metrics.sessions.WithLabelValues("failed").Inc()
+		r.c.log.Warn("repair: session failed", "peer", p, "err", err)
+	case st.Depth == 0 && st.RowsSent+st.RowsReceived == 0:
+		pr.Equal++
+		r.metrics.sessions.WithLabelValues("equal").Inc()
+	default:
+		pr.RowsDiffering += st.RowsDiffering
+		pr.BytesDiffering += st.BytesDiffering
+		r.metrics.sessions.WithLabelValues("differ").Inc()
+	}
+}
+
+func (r *repairer) finish(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pr := &r.progress
+	pr.Running = false
+	pr.Finished = time.Now()
+	if err != nil {
+		pr.LastError = err.Error()
+	}
+	r.c.log.Info("repair: done", "ranges", pr.RangesDone, "sessions", pr.Sessions, "equal", pr.Equal, "failed", pr.Failed,
+		"rows_differing", pr.RowsDiffering, "bytes_differing", pr.BytesDiffering, "bytes_sent", pr.BytesSent,
+		"bytes_received", pr.BytesReceived, "took", pr.Finished.Sub(pr.Started).Round(time.Millisecond))
+}
