@@ -163,4 +163,3 @@ func adminPost(ctx context.Context, addr, path string, body []byte) ([]byte, err
 	}
 	return out, nil
 }
-
