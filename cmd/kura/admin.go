@@ -304,12 +304,12 @@ func printStatus(w io.Writer, st *admin.ClusterStatus) {
 
 // printRepairs writes a line for each replica this node dropped hints for (the marks of
 // hint.Store; other coordinators hold their own): the writes in those spans reach it
-// only through a rebuild or a repair.
+// only through a repair (or a rebuild).
 func printRepairs(w io.Writer, st *admin.ClusterStatus) {
 	for _, r := range st.Repairs {
-		how := "`kura admin rebuild` on it"
+		how := "`kura admin repair` on it"
 		if i := slices.IndexFunc(st.Members, func(m admin.MemberStatus) bool { return m.ID == r.Replica }); i >= 0 && st.Members[i].AdminAddr != "" {
-			how = fmt.Sprintf("`kura admin rebuild --admin %s`", st.Members[i].AdminAddr)
+			how = fmt.Sprintf("`kura admin repair --admin %s`", st.Members[i].AdminAddr)
 		}
 		spans := "spans"
 		if len(r.Spans) == 1 {

@@ -76,8 +76,8 @@ func TestPrintStatusSaysWhichReplicasNeedRepair(t *testing.T) {
 		}
 	}
 	want := []string{
-		"needs repair: node n2: 2 token spans (50% of the ring) lost hints n1 dropped; run `kura admin rebuild --admin 10.0.0.2:9380`",
-		"needs repair: node n4: 1 token span (0.0244% of the ring) lost hints n1 dropped; run `kura admin rebuild` on it",
+		"needs repair: node n2: 2 token spans (50% of the ring) lost hints n1 dropped; run `kura admin repair --admin 10.0.0.2:9380`",
+		"needs repair: node n4: 1 token span (0.0244% of the ring) lost hints n1 dropped; run `kura admin repair` on it",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -53,15 +53,31 @@ status shows a running or finished repair, and /metrics counts sessions and byte
 				req.Primary = true
 			}
 			failed := 0
+			var started time.Time // the first node's repair's start, by its clock
 			for _, t := range targets {
 				pr, err := runRepair(cmd.Context(), cmd.OutOrStdout(), t, req, !noWait)
 				if err != nil {
 					return err
 				}
 				failed += pr.Failed
+				if started.IsZero() {
+					started = pr.Started
+				}
 			}
 			if failed > 0 {
 				return fmt.Errorf("%d repair sessions failed (see the nodes' logs)", failed)
+			}
+			if cluster && !noWait {
+				// Every range of the cluster has been compared with all its replicas:
+				// each node holds every write acknowledged before the first started.
+				for _, t := range targets {
+					body, _ := json.Marshal(admin.RepairRequest{CoveredSince: started})
+					if _, err := adminPost(cmd.Context(), t, "/repair", body); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "every node holds every write acknowledged before %s: coordinators drop older hints and repair marks for them\n",
+					started.UTC().Format(time.RFC3339))
 			}
 			return nil
 		},
@@ -117,8 +133,8 @@ func repairLine(pr admin.RepairProgress, now time.Time) string {
 		end, state = pr.Finished, "done"
 	}
 	took := end.Sub(pr.Started)
-	fmt.Fprintf(&b, "repair %s: %d/%d ranges, %d sessions (%d equal, %d failed), %d rows differing (%s), %s on the wire",
-		state, pr.RangesDone, pr.Ranges, pr.Sessions, pr.Equal, pr.Failed, pr.RowsDiffering, humanBytes(pr.BytesDiffering),
+	fmt.Fprintf(&b, "repair %s: %d/%d ranges, %d sessions (%d equal, %d failed, %d retried), %d rows differing (%s), %s on the wire",
+		state, pr.RangesDone, pr.Ranges, pr.Sessions, pr.Equal, pr.Failed, pr.Retries, pr.RowsDiffering, humanBytes(pr.BytesDiffering),
 		humanBytes(pr.BytesSent+pr.BytesReceived))
 	if r := pr.WireRatio(); r > 0 {
 		fmt.Fprintf(&b, " (%.3f× the bytes differing)", r)

@@ -21,6 +21,12 @@ type RepairRequest struct {
 	// so that a repair run on every node (`kura admin repair --cluster`) takes each
 	// range once.
 	Primary bool `json:"primary,omitempty"`
+	// CoveredSince, when set, runs no repair: the node announces that it holds every
+	// write acknowledged before then, as it does itself after a repair of every range it
+	// replicates with no failure, so that coordinators drop the hints and repair marks
+	// they hold for it from before then. `kura admin repair --cluster` sends it to every
+	// node once each has repaired its primary ranges without failure.
+	CoveredSince time.Time `json:"covered_since,omitzero"`
 }
 
 // RepairProgress is a node's repair: the one running, or the last one (GET /repair, and
@@ -39,6 +45,9 @@ type RepairProgress struct {
 	Sessions   int `json:"sessions"`
 	Equal      int `json:"equal"`
 	Failed     int `json:"failed"`
+	// Retries counts the sessions run again after a failure (a peer in its transport's
+	// dial backoff, or restarted).
+	Retries int `json:"retries"`
 	// RowsDiffering and BytesDiffering are the rows found differing and the encoded size
 	// of their newer versions; BytesSent and BytesReceived all the repair's bytes on the
 	// wire (frame headers included), both ways.

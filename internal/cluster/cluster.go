@@ -53,8 +53,10 @@ type Member struct {
 	// from its peers: it takes writes but must not be read from until it clears it.
 	Refilling bool `json:"refilling,omitempty"`
 	// Refilled is when the member's last completed refill (a rebuild, or an in-memory
-	// member's restart) started: it holds every write acknowledged before then, so hints
-	// for it created earlier are redundant and its coordinators discard them.
+	// member's restart) or full repair (`kura admin repair` of every range it replicates,
+	// or of the whole cluster, without a failure) started: it holds every write
+	// acknowledged before then, so hints for it created earlier are redundant and its
+	// coordinators discard them, and clear its repair marks from before then.
 	Refilled time.Time `json:"refilled,omitzero"`
 	// Behind lists the members this member holds hints for (writes they have not had), as
 	// it last announced, at most a second late: they lag for some keys until the hints are

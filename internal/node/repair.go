@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/admin"
+	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/repair"
 	"github.com/kuradb/kura/internal/ring"
@@ -94,12 +95,13 @@ type repairTask struct {
 	peers      []ring.NodeID
 }
 
-// tasks lists what req asks this node to repair, from its current ring.
-func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, error) {
+// tasks lists what req asks this node to repair, from its current ring, which it
+// returns too.
+func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, *ring.Ring, error) {
 	c := r.c
 	rg := c.machine.Ring()
 	if rg == nil {
-		return nil, errors.New("node: no ring yet")
+		return nil, nil, errors.New("node: no ring yet")
 	}
 	var limit *repair.Shape
 	if req.Range != "" {
@@ -107,13 +109,13 @@ func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, error) {
 		s, err1 := strconv.ParseInt(lo, 10, 64)
 		e, err2 := strconv.ParseInt(hi, 10, 64)
 		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("node: range %q: want START:END, two tokens", req.Range)
+			return nil, nil, fmt.Errorf("node: range %q: want START:END, two tokens", req.Range)
 		}
 		limit = &repair.Shape{Start: ring.Token(s), End: ring.Token(e)}
 	}
 	if req.Node != "" {
 		if _, ok := rg.Node(ring.NodeID(req.Node)); !ok {
-			return nil, fmt.Errorf("node: %s is not in the ring", req.Node)
+			return nil, nil, fmt.Errorf("node: %s is not in the ring", req.Node)
 		}
 	}
 	var out []repairTask
@@ -144,7 +146,7 @@ func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, error) {
 			out = append(out, repairTask{start: a.Start, end: a.End, peers: peers})
 		}
 	}
-	return out, nil
+	return out, rg, nil
 }
 
 // intersectArcs returns the ring ranges (Start, End] that lie in both a and b.
@@ -177,8 +179,18 @@ func linear(a repair.Shape) [][2]ring.Token {
 }
 
 // start starts a repair in the background, or returns admin.ErrRepairRunning.
+// A request with CoveredSince runs no repair: it announces the time, as a full repair
+// of the node would (see announceCovered).
 func (r *repairer) start(req admin.RepairRequest) (admin.RepairProgress, error) {
-	tasks, err := r.tasks(req)
+	if !req.CoveredSince.IsZero() {
+		if req.CoveredSince.After(time.Now()) {
+			return admin.RepairProgress{}, fmt.Errorf("node: covered_since %v is in the future", req.CoveredSince)
+		}
+		r.announceCovered(req.CoveredSince, "a repair of the cluster")
+		pr, _ := r.status()
+		return pr, nil
+	}
+	tasks, rg, err := r.tasks(req)
 	if err != nil {
 		return admin.RepairProgress{}, err
 	}
@@ -191,7 +203,7 @@ func (r *repairer) start(req admin.RepairRequest) (admin.RepairProgress, error) 
 	r.ran = true
 	r.metrics.pending.Set(float64(len(tasks)))
 	r.c.wg.Add(1)
-	go r.run(tasks)
+	go r.run(tasks, rg, req)
 	return r.progress, nil
 }
 
@@ -202,7 +214,20 @@ func (r *repairer) status() (admin.RepairProgress, bool) {
 	return r.progress, r.ran
 }
 
-func (r *repairer) run(tasks []repairTask) {
+// announceCovered announces through gossip that this node holds every write
+// acknowledged before t (cluster.Member.Refilled, which a rebuild announces too): its
+// coordinators then discard the hints and clear the repair marks they hold for it from
+// before t. why says what covered it, for the log.
+func (r *repairer) announceCovered(t time.Time, why string) {
+	r.c.log.Info("repair: holds every write acknowledged before the repair started", "by", why, "since", t)
+	r.c.gossip.Update(func(m *cluster.Member) {
+		if t.After(m.Refilled) {
+			m.Refilled = t
+		}
+	})
+}
+
+func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairRequest) {
 	defer r.c.wg.Done()
 	c := r.c
 	c.log.Info("repair: starting", "ranges", len(tasks))
@@ -215,12 +240,31 @@ func (r *repairer) run(tasks []repairTask) {
 			default:
 			}
 			st, err := r.session(t, p)
-			r.record(st, err, p)
+			// A peer just reachable again may still be in its transport's dial backoff,
+			// and a peer that restarts drops its sessions: a failed session is run
+			// again, from the start, after a wait that doubles.
+			for wait := repairRetryBase; err != nil && wait <= repairRetryMax; wait *= 2 {
+				r.record(st, err, p, true)
+				select {
+				case <-c.stop:
+					r.finish(errors.New("node: stopping"))
+					return
+				case <-time.After(wait):
+				}
+				st, err = r.session(t, p)
+			}
+			r.record(st, err, p, false)
 		}
 		r.mu.Lock()
 		r.progress.RangesDone = i + 1
 		r.mu.Unlock()
 		r.metrics.pending.Set(float64(len(tasks) - i - 1))
+	}
+	// Every range compared with every other replica, on the ring it still has: the node
+	// holds every write acknowledged before the repair started.
+	pr, _ := r.status()
+	if req == (admin.RepairRequest{}) && pr.Failed == 0 && c.machine.Ring() == rg {
+		r.announceCovered(pr.Started, "a repair of every range it replicates")
 	}
 	r.finish(nil)
 }
@@ -244,7 +288,16 @@ func (r *repairer) session(t repairTask, p ring.NodeID) (repair.Stats, error) {
 	return repair.Run(engine.Scanner{Engine: c.handler.Engine}, peer, rand.Uint64(), t.start, t.end, v)
 }
 
-func (r *repairer) record(st repair.Stats, err error, p ring.NodeID) {
+// Retries of a failed session: the first after repairRetryBase, doubling up to
+// repairRetryMax (about 30 s in all).
+var (
+	repairRetryBase = 500 * time.Millisecond
+	repairRetryMax  = 16 * time.Second
+)
+
+// record counts a session's bytes, and, unless it is an attempt to be run again
+// (retrying), its outcome.
+func (r *repairer) record(st repair.Stats, err error, p ring.NodeID, retrying bool) {
 	sent := st.BytesSent + st.Messages*transport.HeaderSize
 	received := st.BytesReceived + st.Messages*transport.HeaderSize
 	r.metrics.bytes.WithLabelValues("sent").Add(float64(sent))
@@ -258,6 +311,11 @@ func (r *repairer) record(st repair.Stats, err error, p ring.NodeID) {
 	pr.BytesSent += sent
 	pr.BytesReceived += received
 	pr.RowsHashed += st.Rows
+	if retrying {
+		pr.Retries++
+		pr.LastError = fmt.Sprintf("with %s (to be run again): %v", p, err)
+		return
+	}
 	switch {
 	case err != nil:
 		pr.Failed++
