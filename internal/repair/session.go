@@ -205,7 +205,6 @@ func (in *initiator) run(shape Shape, v View) error {
 	for lo := 0; lo < len(suspects); {
 		var counts []uint32
 		var entries []wire.LeafEntry
-		var mine []*entry
 		hi := lo
 		for hi < len(suspects) && hi-lo < leafBatchLeaves {
 			es := t.leaf(suspects[hi] - n)
@@ -215,10 +214,10 @@ func (in *initiator) run(shape Shape, v View) error {
 			counts = append(counts, uint32(len(es)))
 			for i := range es {
 				entries = append(entries, wire.LeafEntry{KeyHash: es[i].keyHash, RowHash: es[i].rowHash, Newest: es[i].newest})
-				mine = append(mine, &es[i])
 			}
 			hi++
 		}
+		batch := suspects[lo:hi]
 		lo = hi
 		resp, err := in.call(&wire.RepairRequest{Step: wire.RepairLeaves, Counts: counts, Entries: entries})
 		if err != nil {
@@ -227,11 +226,19 @@ func (in *initiator) run(shape Shape, v View) error {
 		if len(resp.Differ) != len(entries) {
 			return fmt.Errorf("%w: %d entries answered with %d bits", ErrProtocol, len(entries), len(resp.Differ))
 		}
-		var want [][]byte
-		for i, w := range resp.Differ {
-			if w {
-				want = append(want, mine[i].key)
+		var want []pick
+		off := 0
+		for i, c := range counts {
+			p := pick{leaf: batch[i] - n}
+			for j := range int(c) {
+				if resp.Differ[off+j] {
+					p.hashes = append(p.hashes, entries[off+j].KeyHash)
+				}
 			}
+			if len(p.hashes) > 0 {
+				want = append(want, p)
+			}
+			off += int(c)
 		}
 		pushback, err := in.merge(shape, resp.Rows)
 		if err != nil {
@@ -248,18 +255,16 @@ func (in *initiator) run(shape Shape, v View) error {
 				size += len(pushback[0].Key) + row.EncodedSize(&pushback[0].Row)
 				pushback = pushback[1:]
 			}
+			sent := len(rows) // merges sent back; the wanted rows follow
 			for len(want) > 0 && (len(rows) == 0 || size < rowBatchBytes) {
-				r, found, err := in.st.Get(want[0])
-				if err != nil {
+				var err error
+				if rows, size, err = pickRows(in.st, t, want[0], rows, size); err != nil {
 					return err
 				}
-				if found {
-					_, key, _ := ring.SplitEngineKey(want[0])
-					rows = append(rows, row.Mutation{Key: key, Row: r})
-					size += len(key) + row.EncodedSize(&r)
-					in.note(want[0], &r)
-				}
 				want = want[1:]
+			}
+			for i := sent; i < len(rows); i++ {
+				in.note(ring.EngineKey(rows[i].Key), &rows[i].Row)
 			}
 			in.stats.RowsSent += int64(len(rows))
 			resp, err := in.call(&wire.RepairRequest{Step: wire.RepairRows, Rows: rows})
@@ -277,6 +282,27 @@ func (in *initiator) run(shape Shape, v View) error {
 		}
 	}
 	return nil
+}
+
+// pick is rows of one leaf, by key hash: what one side asks of the other, or gives it.
+type pick struct {
+	leaf   int
+	hashes []uint32
+}
+
+// pickRows appends to rows (of size bytes so far) copies of p's rows as st holds them,
+// with client keys, and returns them and their size.
+func pickRows(st Store, t *Tree, p pick, rows []row.Mutation, size int) ([]row.Mutation, int, error) {
+	err := t.rowsOf(st, p.leaf, p.hashes, func(ekey []byte, r row.Row) error {
+		_, key, err := ring.SplitEngineKey(ekey)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row.Mutation{Key: bytes.Clone(key), Row: r.Clone()})
+		size += len(key) + row.EncodedSize(&r)
+		return nil
+	})
+	return rows, size, err
 }
 
 // roundTripBytes is what one more request and response cost on the wire beyond their
@@ -391,7 +417,7 @@ type responderSession struct {
 	used     uint64
 	suspects []int    // the nodes found differing at the current level
 	theirs   []uint64 // the initiator's hash of each suspect
-	gives    [][]byte // engine keys of rows still to give
+	gives    []pick   // rows still to give
 }
 
 // Serve answers one encoded request with an encoded response.
@@ -561,6 +587,7 @@ func (s *responderSession) leaves(st Store, req *wire.RepairRequest) (wire.Repai
 		}
 		theirs := req.Entries[off : off+int(c)]
 		mine := s.tree.leaf(leaf)
+		give := pick{leaf: leaf}
 		matched := make([]bool, len(mine))
 		var byHash map[uint32][]int // for a leaf of many rows (a range past 2^20 leaves' worth)
 		if len(mine) > 16 {
@@ -598,13 +625,16 @@ func (s *responderSession) leaves(st Store, req *wire.RepairRequest) (wire.Repai
 			// sends back the merge if it held cells this side lacks.
 			want[off+j] = theirs[j].Newest > mine[k].newest
 			if mine[k].newest >= theirs[j].Newest {
-				s.gives = append(s.gives, mine[k].key)
+				give.hashes = append(give.hashes, mine[k].keyHash)
 			}
 		}
 		for m := range mine {
 			if !matched[m] {
-				s.gives = append(s.gives, mine[m].key)
+				give.hashes = append(give.hashes, mine[m].keyHash)
 			}
+		}
+		if len(give.hashes) > 0 {
+			s.gives = append(s.gives, give)
 		}
 		off += int(c)
 	}
@@ -639,14 +669,9 @@ func (s *responderSession) rows(st Store, req *wire.RepairRequest) (wire.RepairR
 // bytes.
 func (s *responderSession) give(st Store, rows []row.Mutation, size int) ([]row.Mutation, error) {
 	for len(s.gives) > 0 && (len(rows) == 0 || size < rowBatchBytes) {
-		r, found, err := st.Get(s.gives[0])
-		if err != nil {
+		var err error
+		if rows, size, err = pickRows(st, s.tree, s.gives[0], rows, size); err != nil {
 			return nil, err
-		}
-		if found {
-			_, key, _ := ring.SplitEngineKey(s.gives[0])
-			rows = append(rows, row.Mutation{Key: key, Row: r})
-			size += len(key) + row.EncodedSize(&r)
 		}
 		s.gives = s.gives[1:]
 	}

@@ -60,13 +60,13 @@ type View struct {
 	Now, Grace int64
 }
 
-// entry is one hashed row of a tree.
+// entry is one hashed row of a tree: 24 bytes a row, and no key (a session that must
+// send a row finds it again by scanning its leaf's range, see Tree.rowsOf).
 type entry struct {
-	off     uint64 // the token's offset in the range
+	leaf    uint32 // the row's leaf at MaxDepth; at depth d, leaf >> (MaxDepth - d)
 	keyHash uint32
 	rowHash uint64
 	newest  int64
-	key     []byte // the engine key, in the builder's arena
 }
 
 // Builder hashes a replica's rows of one range into a Tree. Not safe for concurrent use.
@@ -74,7 +74,6 @@ type Builder struct {
 	shape   Shape
 	view    View
 	entries []entry
-	arena   []byte
 	cells   []row.Cell
 	enc     []byte
 	digest  *xxhash.Digest
@@ -105,18 +104,20 @@ func (b *Builder) Add(ekey []byte, r row.Row) error {
 		return nil
 	}
 	b.enc = row.AppendEncode(b.enc[:0], &v)
+	kh := b.keyHash(ekey)
+	b.digest.Write(b.enc)
+	b.entries = append(b.entries, entry{
+		leaf: uint32(b.shape.leafOf(b.shape.offset(t), MaxDepth)), keyHash: kh, rowHash: b.digest.Sum64(), newest: v.Newest(),
+	})
+	return nil
+}
+
+// keyHash returns ekey's salted hash, leaving the digest holding the salt and the key.
+func (b *Builder) keyHash(ekey []byte) uint32 {
 	b.digest.Reset()
 	b.digest.Write(b.salt[:])
 	b.digest.Write(ekey)
-	kh := uint32(b.digest.Sum64())
-	b.digest.Write(b.enc)
-	start := len(b.arena)
-	b.arena = append(b.arena, ekey...)
-	b.entries = append(b.entries, entry{
-		off: b.shape.offset(t), keyHash: kh, rowHash: b.digest.Sum64(), newest: v.Newest(),
-		key: b.arena[start:len(b.arena):len(b.arena)],
-	})
-	return nil
+	return uint32(b.digest.Sum64())
 }
 
 // viewOf returns what is hashed of r (see View), and false when that is nothing. The
@@ -160,20 +161,15 @@ func (b *Builder) Root() uint64 {
 func (b *Builder) Tree(d int) *Tree {
 	shape := b.shape
 	shape.Depth = d
-	slices.SortStableFunc(b.entries, func(x, y entry) int {
-		switch {
-		case x.off < y.off:
-			return -1
-		case x.off > y.off:
-			return 1
-		}
-		return 0
-	})
+	byLeaf := func(x, y entry) int { return int(x.leaf) - int(y.leaf) }
+	if !slices.IsSortedFunc(b.entries, byLeaf) { // a scan adds them in order
+		slices.SortStableFunc(b.entries, byLeaf)
+	}
 	n := shape.Leaves()
-	t := &Tree{shape: shape, nodes: make([]uint64, 2*n), starts: make([]int32, n+1), entries: b.entries}
+	t := &Tree{shape: shape, nodes: make([]uint64, 2*n), starts: make([]int32, n+1), entries: b.entries, builder: b}
 	leaf := 0
 	for i := range b.entries {
-		l := shape.leafOf(b.entries[i].off, d)
+		l := int(b.entries[i].leaf >> (MaxDepth - d))
 		for leaf < l {
 			leaf++
 			t.starts[leaf] = int32(i)
@@ -191,6 +187,30 @@ func (b *Builder) Tree(d int) *Tree {
 	return t
 }
 
+// tokensOf returns the ring range (lo, hi] of leaf j at depth d: the tokens whose leaf
+// it is.
+func (s Shape) tokensOf(j, d int) (lo, hi ring.Token) {
+	// The first offset of leaf j is the smallest off with floor(off × 2^d / width) >= j,
+	// ceil(j × width / 2^d); with width 2^64 (the whole ring) that is j << (64 - d).
+	first := func(j int) uint64 {
+		if s.Start == s.End {
+			if d == 0 {
+				return 0
+			}
+			return uint64(j) << (64 - d)
+		}
+		hi, lo := bits.Mul64(uint64(j), uint64(s.End-s.Start))
+		lo, carry := bits.Add64(lo, 1<<d-1, 0)
+		hi += carry
+		return hi<<(64-d) | lo>>d // d < 64; a d of 0 leaves hi at 0
+	}
+	lo = s.Start + ring.Token(first(j))
+	if j+1 == 1<<d {
+		return lo, s.End
+	}
+	return lo, s.Start + ring.Token(first(j+1))
+}
+
 // Tree is a hash tree over one replica's rows of a range: a complete binary tree in heap
 // order (node 1 the root, node i's children 2i and 2i+1, leaf j at 2^Depth + j), each
 // leaf the XOR of its rows' hashes and each inner node the XOR of its children. XOR makes
@@ -203,6 +223,7 @@ type Tree struct {
 	nodes   []uint64
 	starts  []int32
 	entries []entry
+	builder *Builder // its hashing of keys, for rowsOf
 }
 
 // Shape returns the tree's shape.
@@ -219,6 +240,25 @@ func (t *Tree) Rows() int { return len(t.entries) }
 
 // leaf returns leaf j's entries.
 func (t *Tree) leaf(j int) []entry { return t.entries[t.starts[j]:t.starts[j+1]] }
+
+// rowsOf calls fn for each row stored in st in leaf j whose key hashes to one of
+// hashes: it scans the leaf's range. A key whose hash collides with one asked for is
+// returned too, which costs a row sent for nothing and changes nothing (rows merge).
+func (t *Tree) rowsOf(st Store, j int, hashes []uint32, fn func(ekey []byte, r row.Row) error) error {
+	lo, hi := t.shape.tokensOf(j, t.shape.Depth)
+	for _, kr := range ring.EngineKeyRanges(lo, hi) {
+		err := st.Scan(kr.Lo, kr.Hi, func(ekey []byte, r row.Row) error {
+			if slices.Contains(hashes, t.builder.keyHash(ekey)) {
+				return fn(ekey, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // MaxDepth is the deepest tree: 2^20 leaves, 16 MiB of hashes.
 const MaxDepth = 20
