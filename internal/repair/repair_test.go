@@ -249,12 +249,12 @@ func TestRepairTranscripts(t *testing.T) {
 }
 
 // history is a random set of writes to a few keys, each one cell write, cell delete, row
-// delete or expiring write, with timestamps in [1, 1000].
-func history(rng *rand.Rand, keys, n int) []row.Mutation {
+// delete or expiring write, timestamped by ts.
+func history(rng *rand.Rand, keys, n int, ts func() int64) []row.Mutation {
 	ms := make([]row.Mutation, n)
 	for i := range ms {
 		k := []byte(fmt.Sprintf("k%03d", rng.IntN(keys)))
-		ts := 1 + rng.Int64N(1000)
+		ts := ts()
 		f := []byte(fmt.Sprintf("f%d", rng.IntN(4)))
 		var r row.Row
 		switch rng.IntN(10) {
@@ -272,6 +272,20 @@ func history(rng *rand.Rand, keys, n int) []row.Mutation {
 	return ms
 }
 
+// timestamps returns distinct timestamps in [1, n], in random order. Two writes of one
+// cell never share a timestamp (the clock makes them distinct): at a tie between an
+// expired cell and a live one, what replicas compare (the expired cell as a tombstone,
+// engine.ReadView) would decide otherwise than a merge of the cells as written, for
+// repair as for read repair.
+func timestamps(rng *rand.Rand, n int) func() int64 {
+	perm := rng.Perm(n)
+	return func() int64 {
+		ts := int64(perm[0] + 1)
+		perm = perm[1:]
+		return ts
+	}
+}
+
 // After a session, two replicas with arbitrary divergent histories hold the merge of
 // both: what one replica holds that was given every write of both. A second session then
 // finds the roots equal.
@@ -282,8 +296,9 @@ func TestRepairLeavesBothReplicasWithTheMergeOfBoth(t *testing.T) {
 	for trial := range 200 {
 		a, b, want := openMemory(t, now), openMemory(t, now), openMemory(t, now)
 		keys := 1 + rng.IntN(60)
-		shared := history(rng, keys, rng.IntN(100))
-		onlyA, onlyB := history(rng, keys, rng.IntN(50)), history(rng, keys, rng.IntN(50))
+		ts := timestamps(rng, 1000)
+		shared := history(rng, keys, rng.IntN(100), ts)
+		onlyA, onlyB := history(rng, keys, rng.IntN(50), ts), history(rng, keys, rng.IntN(50), ts)
 		for _, ms := range [][]row.Mutation{shared, onlyA} {
 			put(t, a, slices.Clone(ms)...)
 			put(t, want, slices.Clone(ms)...)
@@ -352,7 +367,8 @@ func TestRepairAcrossEngines(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	const now = 1200
 	es := openEngines(t, now)
-	shared := history(rng, 300, 2000)
+	ts := timestamps(rng, 3000)
+	shared := history(rng, 300, 2000, ts)
 	for _, e := range es {
 		put(t, e, slices.Clone(shared)...)
 		if err := e.Flush(); err != nil { // the lsm's rows in sstables, merged by compaction or not
@@ -374,7 +390,7 @@ func TestRepairAcrossEngines(t *testing.T) {
 	// Each engine misses different writes; after the three pairs, and the first again
 	// (which carries the third's rows back to the second), all three hold the same.
 	for _, e := range es {
-		put(t, e, history(rng, 300, 200)...)
+		put(t, e, history(rng, 300, 200, ts)...)
 	}
 	for _, p := range append(pairs, pairs[0]) {
 		resp := &repair.Responder{Store: engine.Scanner{Engine: es[p[1]]}}

@@ -258,10 +258,11 @@ func (in *initiator) run(shape Shape, v View) error {
 			sent := len(rows) // merges sent back; the wanted rows follow
 			for len(want) > 0 && (len(rows) == 0 || size < rowBatchBytes) {
 				var err error
-				if rows, size, err = pickRows(in.st, t, want[0], rows, size); err != nil {
+				var n int
+				if rows, size, n, err = pickRows(in.st, t, want, rows, size); err != nil {
 					return err
 				}
-				want = want[1:]
+				want = want[n:]
 			}
 			for i := sent; i < len(rows); i++ {
 				in.note(ring.EngineKey(rows[i].Key), &rows[i].Row)
@@ -290,10 +291,21 @@ type pick struct {
 	hashes []uint32
 }
 
-// pickRows appends to rows (of size bytes so far) copies of p's rows as st holds them,
-// with client keys, and returns them and their size.
-func pickRows(st Store, t *Tree, p pick, rows []row.Mutation, size int) ([]row.Mutation, int, error) {
-	err := t.rowsOf(st, p.leaf, p.hashes, func(ekey []byte, r row.Row) error {
+// pickGap is the most leaves between two picks that pickRows reads in one scan: about
+// pickGap × LeafRows rows scanned for nothing, against an iterator per pick (a snapshot on
+// some engines).
+const pickGap = 64
+
+// pickRows appends to rows (of size bytes so far) copies of the rows of the first picks
+// as st holds them, with client keys, and returns them, their size, and how many picks
+// it took: a run of picks whose leaves lie within pickGap of each other, read in one
+// scan.
+func pickRows(st Store, t *Tree, picks []pick, rows []row.Mutation, size int) ([]row.Mutation, int, int, error) {
+	n := 1
+	for n < len(picks) && n < leafBatchLeaves && picks[n].leaf-picks[n-1].leaf <= pickGap {
+		n++
+	}
+	err := t.rowsOf(st, picks[:n], func(ekey []byte, r row.Row) error {
 		_, key, err := ring.SplitEngineKey(ekey)
 		if err != nil {
 			return err
@@ -302,7 +314,7 @@ func pickRows(st Store, t *Tree, p pick, rows []row.Mutation, size int) ([]row.M
 		size += len(key) + row.EncodedSize(&r)
 		return nil
 	})
-	return rows, size, err
+	return rows, size, n, err
 }
 
 // roundTripBytes is what one more request and response cost on the wire beyond their
@@ -313,7 +325,7 @@ const roundTripBytes = 2*44 + 8
 // descentLevels returns how many levels one Descend of n nodes goes down, at most left:
 // the most for which the hashes it adds to one level at a time, if every node had one
 // child differing, cost less than the round trips it saves. From one node it goes six
-// levels at once; from eleven or more, one.
+// levels at once; from thirteen or more, one.
 func descentLevels(n, left int) int {
 	k := 1
 	for k < left && n*8*(1<<(k+1)-1-(k+1)) <= k*roundTripBytes {
@@ -670,10 +682,11 @@ func (s *responderSession) rows(st Store, req *wire.RepairRequest) (wire.RepairR
 func (s *responderSession) give(st Store, rows []row.Mutation, size int) ([]row.Mutation, error) {
 	for len(s.gives) > 0 && (len(rows) == 0 || size < rowBatchBytes) {
 		var err error
-		if rows, size, err = pickRows(st, s.tree, s.gives[0], rows, size); err != nil {
+		var n int
+		if rows, size, n, err = pickRows(st, s.tree, s.gives, rows, size); err != nil {
 			return nil, err
 		}
-		s.gives = s.gives[1:]
+		s.gives = s.gives[n:]
 	}
 	return rows, nil
 }

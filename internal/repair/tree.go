@@ -241,14 +241,29 @@ func (t *Tree) Rows() int { return len(t.entries) }
 // leaf returns leaf j's entries.
 func (t *Tree) leaf(j int) []entry { return t.entries[t.starts[j]:t.starts[j+1]] }
 
-// rowsOf calls fn for each row stored in st in leaf j whose key hashes to one of
-// hashes: it scans the leaf's range. A key whose hash collides with one asked for is
-// returned too, which costs a row sent for nothing and changes nothing (rows merge).
-func (t *Tree) rowsOf(st Store, j int, hashes []uint32, fn func(ekey []byte, r row.Row) error) error {
-	lo, hi := t.shape.tokensOf(j, t.shape.Depth)
+// rowsOf calls fn for each row stored in st whose leaf is one of picks' and whose key
+// hashes to one its pick asks for. picks are in leaf order; it scans once from the first
+// pick's leaf to the last's, so the caller groups picks whose leaves lie close together
+// (see pickRows). A key whose hash collides with one asked for is returned too, which
+// costs a row sent for nothing and changes nothing (rows merge).
+func (t *Tree) rowsOf(st Store, picks []pick, fn func(ekey []byte, r row.Row) error) error {
+	d := t.shape.Depth
+	lo, _ := t.shape.tokensOf(picks[0].leaf, d)
+	_, hi := t.shape.tokensOf(picks[len(picks)-1].leaf, d)
 	for _, kr := range ring.EngineKeyRanges(lo, hi) {
+		// Leaves rise along each key range; a range that wraps past MaxToken is two key
+		// ranges, the second holding the first leaves.
+		next := 0
 		err := st.Scan(kr.Lo, kr.Hi, func(ekey []byte, r row.Row) error {
-			if slices.Contains(hashes, t.builder.keyHash(ekey)) {
+			tok, _, err := ring.SplitEngineKey(ekey)
+			if err != nil {
+				return err
+			}
+			leaf := t.shape.leafOf(t.shape.offset(tok), d)
+			for next < len(picks) && picks[next].leaf < leaf {
+				next++
+			}
+			if next < len(picks) && picks[next].leaf == leaf && slices.Contains(picks[next].hashes, t.builder.keyHash(ekey)) {
 				return fn(ekey, r)
 			}
 			return nil
