@@ -289,6 +289,14 @@ type Options struct {
 	// SyncInterval is the fsync period in Periodic mode; defaults to 1s (Cassandra's
 	// commitlog_sync_period is 10s; we choose a smaller window).
 	SyncInterval time.Duration
+	// PurgeHorizon, when set, bounds purging further: tombstones and expired cells of a
+	// key are dropped (by rewrites, and hidden by reads) only when older than both now -
+	// GracePeriod and PurgeHorizon(key), the time before which every replica of the
+	// key's range is known to hold every delete (its last complete repair; see
+	// internal/node/purge.go). Nil: the grace period alone, Cassandra's gc_grace rule. It
+	// must be safe for concurrent use and cheap: engines call it for every row they
+	// might purge, in rewrites and reads.
+	PurgeHorizon func(key []byte) int64
 	// DiskReserveBytes is the free space a disk-backed engine keeps on the devices it
 	// writes to: a write that would leave less fails with ErrNoSpace and applies nothing,
 	// so that a full disk costs writes, not the process or acknowledged data (see package
@@ -308,6 +316,17 @@ func (o Options) WithDefaults() Options {
 		o.SyncInterval = time.Second
 	}
 	return o
+}
+
+// Horizon returns the timestamp below which key's tombstones and expired cells may be
+// purged at now: now - GracePeriod, or PurgeHorizon(key) when that is earlier. Engines
+// pass it to row.Purge as its now, with a grace of 0.
+func (o *Options) Horizon(key []byte, now int64) int64 {
+	h := now - o.GracePeriod.Microseconds()
+	if o.PurgeHorizon != nil {
+		h = min(h, o.PurgeHorizon(key))
+	}
+	return h
 }
 
 // ValidateBatch checks every mutation of a batch; engines call it before applying anything.

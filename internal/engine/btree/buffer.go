@@ -447,10 +447,10 @@ func (d *DB) mergeRows(w *writer, keys []string, rows map[string]row.Row) (err e
 			return err
 		}
 		count = d.rows.Load() // only writers holding syncMu change it
-		now, grace := d.opts.Clock(), d.opts.GracePeriod.Microseconds()
+		now := d.opts.Clock()
 		for _, k := range keys {
 			m := row.Mutation{Key: []byte(k), Row: rows[k]}
-			delta, err := w.merge(b, &m, now, grace)
+			delta, err := w.merge(b, &m, now)
 			if err != nil {
 				return err
 			}

@@ -203,10 +203,10 @@ func (w *writer) update(reqs []*request) (err error) {
 			return err
 		}
 		count = w.d.rows.Load() // only writers holding syncMu change it
-		now, grace := w.d.opts.Clock(), w.d.opts.GracePeriod.Microseconds()
+		now := w.d.opts.Clock()
 		for _, r := range reqs {
 			for i := range r.batch {
-				delta, err := w.merge(b, &r.batch[i], now, grace)
+				delta, err := w.merge(b, &r.batch[i], now)
 				if err != nil {
 					return err
 				}
@@ -227,7 +227,7 @@ func (w *writer) update(reqs []*request) (err error) {
 // allows and writes the result back, deleting the key if nothing is left. It returns the
 // change in the number of stored rows. Purging is safe here because the stored row is the
 // key's whole history.
-func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int64, error) {
+func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now int64) (int64, error) {
 	var stored row.Row
 	old := getKey(b, m.Key)
 	if old != nil {
@@ -238,7 +238,7 @@ func (w *writer) merge(b *bbolt.Bucket, m *row.Mutation, now, grace int64) (int6
 	}
 	merged := row.Merge(stored, m.Row)
 	cells, deleted := len(merged.Cells), merged.Deleted
-	row.Purge(&merged, now, grace)
+	row.Purge(&merged, w.d.opts.Horizon(m.Key, now), 0)
 	if w.purged != nil && (len(merged.Cells) != cells || merged.Deleted != deleted) {
 		w.purged(m.Key)
 	}

@@ -30,6 +30,7 @@ func conformanceChecks() []check {
 		{"RowTombstoneShadowsOlderAndEqualCells", checkRowTombstone},
 		{"ExpiredCellReadsAsTombstone", checkExpiry},
 		{"PurgeNeverResurrectsDeletedData", checkPurge},
+		{"PurgeHorizonKeepsTombstones", checkPurgeHorizon},
 		{"AcceptsMaxSizeKeyAndLargeValue", checkMaxSizes},
 		{"IteratesInKeyOrderWithinBounds", checkIterBounds},
 		{"IteratorRejectsInvertedRange", checkIterInverted},

@@ -189,6 +189,54 @@ func checkPurge(t testing.TB, f Factory) {
 	fx.inEveryState(func() { expectSameVisible(t, fx, model) })
 }
 
+// checkPurgeHorizon gives the engine a PurgeHorizon that keeps every tombstone of the
+// keep* keys and bounds nothing for the drop* keys, deletes both, moves the clock past
+// the grace period and writes an old cell tombstone to every key (a rewrite of each
+// row). A keep* key still holds its row tombstone, in every state, where the grace
+// period alone would let the rewrite or the read drop it: what a node whose ranges were
+// not repaired since the delete keeps (internal/node/purge.go). A drop* key shows no
+// value (an engine may purge its tombstones or not yet).
+func checkPurgeHorizon(t testing.TB, f Factory) {
+	fx := newFixture(t, f, func(o *engine.Options) {
+		o.GracePeriod = time.Hour
+		o.PurgeHorizon = func(key []byte) int64 {
+			if bytes.HasPrefix(key, []byte("keep")) {
+				return 0
+			}
+			return 1 << 62
+		}
+	})
+	ts := StartMicros
+	const n = 50
+	for _, prefix := range []string{"keep", "drop"} {
+		for i := range n {
+			fx.apply(mut(fmt.Sprintf("%s%03d", prefix, i), cell("v", "value", ts)))
+		}
+	}
+	fx.flush()
+	for _, prefix := range []string{"keep", "drop"} {
+		for i := range n {
+			fx.apply(rowDelete(fmt.Sprintf("%s%03d", prefix, i), ts+1))
+		}
+	}
+	fx.flush()
+	fx.clk.Set(ts + 2*time.Hour.Microseconds())
+	for _, prefix := range []string{"keep", "drop"} {
+		for i := range n {
+			fx.apply(mut(fmt.Sprintf("%s%03d", prefix, i), tomb("w", ts+2)))
+		}
+	}
+	fx.inEveryState(func() {
+		for i := range n {
+			fx.expect(fmt.Sprintf("keep%03d", i), row.Row{Deleted: ts + 1, Cells: []row.Cell{tomb("w", ts+2)}})
+			key := []byte(fmt.Sprintf("drop%03d", i))
+			if r, _, err := fx.e.Get(key); err != nil || len(r.Visible(fx.clk.Now())) > 0 {
+				t.Errorf("%s: get %q (%s) = %s, %v: a deleted value", f.Name, key, fx.state, FormatRow(r), err)
+			}
+		}
+	})
+}
+
 // purgeOverwrite deletes row i, a column of it, or overwrites a column with a short TTL,
 // or leaves it alone, by i mod 4.
 func purgeOverwrite(i int, ts int64) row.Mutation {

@@ -105,7 +105,7 @@ func (it *iterator) load() (bool, error) {
 		it.row = r
 		return true, nil
 	}
-	r, found, _ := it.db.readView(r, it.db.opts.Clock())
+	r, found, _ := it.db.readView(it.key, r, it.db.opts.Clock())
 	it.row = r
 	return found, nil
 }

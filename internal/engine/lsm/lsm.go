@@ -305,7 +305,7 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 		Cache:              cache,
 		MemTableSize:       db.opts.MemTableSizeBytes,
 		FormatMajorVersion: formatVersion,
-		Merger:             newMerger(db.opts.Clock, db.opts.GracePeriod.Microseconds(), db.requestCollapse),
+		Merger:             newMerger(func(key []byte) int64 { return db.opts.Horizon(key, db.opts.Clock()) }, db.requestCollapse),
 		Logger:             pebbleLogger{db.opts.Logger},
 		EventListener:      eventListener(db.opts.Logger),
 		// A range deletion reclaims nothing until it is in a table (see DeleteRange).
@@ -492,7 +492,7 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 		if err != nil || !found {
 			return row.Row{}, false, err
 		}
-		return db.readView(r, db.opts.Clock())
+		return db.readView(key, r, db.opts.Clock())
 	}
 	e, err := db.cached(key)
 	if err != nil || !e.Found() {
@@ -507,7 +507,7 @@ func (db *DB) decodeCached(key []byte, e *rowcache.Entry) (row.Row, bool, error)
 	if err != nil { // we encoded it: only a bug gets here
 		return row.Row{}, false, fmt.Errorf("lsm: get %q: row cache: %w", key, err)
 	}
-	return db.readView(r, db.opts.Clock())
+	return db.readView(key, r, db.opts.Clock())
 }
 
 // cached returns key's row cache entry, reading pebble and filling the cache on a miss.
@@ -571,9 +571,9 @@ func newerThan(r *row.Row, horizon int64) bool {
 	return true
 }
 
-// readView applies the read-time purge and engine.ReadView to a decoded row.
-func (db *DB) readView(r row.Row, now int64) (row.Row, bool, error) {
-	row.Purge(&r, now, db.opts.GracePeriod.Microseconds())
+// readView applies the read-time purge and engine.ReadView to key's decoded row.
+func (db *DB) readView(key []byte, r row.Row, now int64) (row.Row, bool, error) {
+	row.Purge(&r, db.opts.Horizon(key, now), 0)
 	if r.IsEmpty() {
 		return row.Row{}, false, nil
 	}

@@ -16,17 +16,18 @@ import (
 // needs a new name (kura.row.v2), not a silent change to this operator.
 const MergerName = "kura.row.v1"
 
-// newMerger returns the pebble merge operator for encoded rows. now and graceMicros drive
-// Purge; now must be safe for concurrent use because compactions run in background
+// newMerger returns the pebble merge operator for encoded rows. horizon gives, for a key,
+// the timestamp below which Purge may drop its tombstones (engine.Options.Horizon at the
+// clock's now); it must be safe for concurrent use because compactions run in background
 // goroutines. longChain, if not nil, is told each key and operand count merged, from any
 // goroutine; it must not block.
-func newMerger(now engine.Clock, graceMicros int64, longChain func(key []byte, operands int)) *pebble.Merger {
+func newMerger(horizon func(key []byte) int64, longChain func(key []byte, operands int)) *pebble.Merger {
 	pool := &sync.Pool{New: func() any { return new(rowMerger) }}
 	return &pebble.Merger{
 		Name: MergerName,
 		Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 			m := pool.Get().(*rowMerger)
-			m.reset(pool, now, graceMicros, key)
+			m.reset(pool, horizon, key)
 			m.longChain = longChain
 			m.add(value)
 			return m, nil
@@ -51,17 +52,16 @@ func newMerger(now engine.Clock, graceMicros int64, longChain func(key []byte, o
 // longer reads the returned value, and Close puts it back.
 type rowMerger struct {
 	pool        *sync.Pool
-	now         engine.Clock
-	graceMicros int64
-	key         []byte // copy of the key, for error messages only
+	horizon     func(key []byte) int64
+	key         []byte // copy of the key
 	buf         []byte // operands back to back; pebble keeps ownership of what it passes
 	ends        []int  // end offset of each operand in buf
 	out         []byte // the encoded result
 	longChain   func(key []byte, operands int)
 }
 
-func (m *rowMerger) reset(pool *sync.Pool, now engine.Clock, graceMicros int64, key []byte) {
-	m.pool, m.now, m.graceMicros = pool, now, graceMicros
+func (m *rowMerger) reset(pool *sync.Pool, horizon func(key []byte) int64, key []byte) {
+	m.pool, m.horizon = pool, horizon
 	m.key = append(m.key[:0], key...)
 	m.buf, m.ends, m.out = m.buf[:0], m.ends[:0], m.out[:0]
 }
@@ -91,7 +91,7 @@ func (m *rowMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	}
 	if includesBase {
 		cells, deleted := len(merged.Cells), merged.Deleted
-		row.Purge(&merged, m.now(), m.graceMicros)
+		row.Purge(&merged, m.horizon(m.key), 0)
 		changed = changed || len(merged.Cells) != cells || merged.Deleted != deleted
 	}
 	if !changed {

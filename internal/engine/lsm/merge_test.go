@@ -93,7 +93,7 @@ var emptyRow = row.Encode(&row.Row{})
 // outcome against folding row.Merge over the operands.
 func TestMergerGivesRowMergeInAnyGrouping(t *testing.T) {
 	rng := seed(t)
-	m := newMerger(func() int64 { return testNow }, testGrace, nil)
+	m := newMerger(func([]byte) int64 { return testNow - testGrace }, nil)
 	for iter := range 500 {
 		n := 1 + rng.Intn(8)
 		var want row.Row
@@ -122,7 +122,7 @@ func TestMergerGivesRowMergeInAnyGrouping(t *testing.T) {
 func TestMergerPurgesOnlyWithIncludesBase(t *testing.T) {
 	rng := seed(t)
 	now := testNow + 2*testGrace
-	m := newMerger(func() int64 { return now }, testGrace, nil)
+	m := newMerger(func([]byte) int64 { return now - testGrace }, nil)
 	oldTomb := row.Row{Cells: []row.Cell{{Name: []byte("a"), Timestamp: testNow, Tombstone: true}}}
 	live := row.Row{Cells: []row.Cell{{Name: []byte("b"), Value: []byte("v"), Timestamp: testNow}}}
 	ops := [][]byte{row.Encode(&oldTomb), row.Encode(&live)}
@@ -146,7 +146,7 @@ func TestMergerPurgesOnlyWithIncludesBase(t *testing.T) {
 // TestMergerKeepsRecentTombstones: a tombstone inside the grace period is kept even when
 // the merge saw every version, so that repair can still spread it.
 func TestMergerKeepsRecentTombstones(t *testing.T) {
-	m := newMerger(func() int64 { return testNow + testGrace/2 }, testGrace, nil)
+	m := newMerger(func([]byte) int64 { return testNow + testGrace/2 - testGrace }, nil)
 	tomb := row.Row{Deleted: testNow}
 	op := row.Encode(&tomb)
 	if got := mergeAll(t, seed(t), m, [][]byte{op}, true); !bytes.Equal(got, op) {
@@ -157,7 +157,7 @@ func TestMergerKeepsRecentTombstones(t *testing.T) {
 // TestMergerRejectsCorruptOperands: every malformed operand fails the merge with
 // engine.ErrCorrupt, whatever its position.
 func TestMergerRejectsCorruptOperands(t *testing.T) {
-	m := newMerger(func() int64 { return testNow }, testGrace, nil)
+	m := newMerger(func([]byte) int64 { return testNow - testGrace }, nil)
 	good := row.Row{Cells: []row.Cell{{Name: []byte("a"), Value: []byte("v"), Timestamp: testNow}}}
 	enc := row.Encode(&good)
 	bad := map[string][]byte{

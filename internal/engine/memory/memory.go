@@ -123,9 +123,9 @@ func (d *DB) Apply(batch []row.Mutation) error {
 		return fmt.Errorf("memory: apply: %w", engine.ErrClosed)
 	}
 	d.version++
-	now, grace := d.opts.Clock(), d.opts.GracePeriod.Microseconds()
+	now := d.opts.Clock()
 	for i := range batch {
-		if err := d.mergeLocked(&batch[i], now, grace); err != nil {
+		if err := d.mergeLocked(&batch[i], now); err != nil {
 			return fmt.Errorf("memory: apply: %w", err)
 		}
 	}
@@ -135,7 +135,7 @@ func (d *DB) Apply(batch []row.Mutation) error {
 // mergeLocked merges m into the stored row, purges what the grace period allows (safe: the
 // stored row is the key's whole history) and stores the result as a fresh allocation, or
 // deletes the row if nothing is left.
-func (d *DB) mergeLocked(m *row.Mutation, now, grace int64) error {
+func (d *DB) mergeLocked(m *row.Mutation, now int64) error {
 	var hint btree.PathHint
 	old, found := d.tree.GetHint(pivot(m.Key), &hint)
 	var stored row.Row
@@ -149,7 +149,7 @@ func (d *DB) mergeLocked(m *row.Mutation, now, grace int64) error {
 		d.dataBytes -= int64(len(old.kv))
 	}
 	merged := row.Merge(stored, m.Row)
-	row.Purge(&merged, now, grace)
+	row.Purge(&merged, d.opts.Horizon(m.Key, now), 0)
 	if merged.IsEmpty() {
 		if found {
 			d.tree.DeleteHint(pivot(m.Key), &hint)

@@ -454,7 +454,7 @@ func TestWriteCapturesRacingMovesLoseNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			exp, expFound, _ := db.readView(want[k])
+			exp, expFound, _ := db.readView([]byte(k), want[k])
 			if found != expFound || !reflect.DeepEqual(got.Visible(1<<62), exp.Visible(1<<62)) {
 				t.Errorf("%s: %s reads %v (found %v), want %v (found %v)", when, k, got, found, exp, expFound)
 			}

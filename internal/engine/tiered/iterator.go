@@ -95,7 +95,7 @@ func (it *iterator) Next() bool {
 		// The sub-iterators' rows are theirs until their next Next; the view may rewrite
 		// r's cells in place, so it works on a copy.
 		r.Cells = append([]row.Cell(nil), r.Cells...)
-		v, found, _ := it.db.readView(r)
+		v, found, _ := it.db.readView(it.key, r)
 		if found {
 			it.row = v
 			return true

@@ -532,7 +532,7 @@ func (db *DB) Get(key []byte) (row.Row, bool, error) {
 	if err != nil {
 		return row.Row{}, false, err
 	}
-	return db.readView(row.Merge(src, dst))
+	return db.readView(key, row.Merge(src, dst))
 }
 
 // getCapturing reads a slow key as Get does and hands the stored row to hook, with its
@@ -554,7 +554,7 @@ func (db *DB) getCapturing(key []byte, hook func(key, stored []byte, token uint6
 	} else {
 		hook(key, nil, 0)
 	}
-	return db.readView(r)
+	return db.readView(key, r)
 }
 
 // getStored reads key's stored row from tier t; a missing row is the empty row.
@@ -566,11 +566,11 @@ func (db *DB) getStored(t Tier, key []byte) (row.Row, error) {
 	return r, nil
 }
 
-// readView applies the read-time purge and expiry view to a stored row, as each tier's
-// own Get does.
-func (db *DB) readView(r row.Row) (row.Row, bool, error) {
+// readView applies the read-time purge and expiry view to key's stored row, as each
+// tier's own Get does.
+func (db *DB) readView(key []byte, r row.Row) (row.Row, bool, error) {
 	now := db.opts.Clock()
-	row.Purge(&r, now, db.opts.GracePeriod.Microseconds())
+	row.Purge(&r, db.opts.Horizon(key, now), 0)
 	if r.IsEmpty() {
 		return row.Row{}, false, nil
 	}
