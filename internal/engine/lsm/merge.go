@@ -51,13 +51,13 @@ func newMerger(horizon func(key []byte) int64, longChain func(key []byte, operan
 // A rowMerger is pooled: Finish returns it as the io.Closer that pebble closes once it no
 // longer reads the returned value, and Close puts it back.
 type rowMerger struct {
-	pool        *sync.Pool
-	horizon     func(key []byte) int64
-	key         []byte // copy of the key
-	buf         []byte // operands back to back; pebble keeps ownership of what it passes
-	ends        []int  // end offset of each operand in buf
-	out         []byte // the encoded result
-	longChain   func(key []byte, operands int)
+	pool      *sync.Pool
+	horizon   func(key []byte) int64
+	key       []byte // copy of the key
+	buf       []byte // operands back to back; pebble keeps ownership of what it passes
+	ends      []int  // end offset of each operand in buf
+	out       []byte // the encoded result
+	longChain func(key []byte, operands int)
 }
 
 func (m *rowMerger) reset(pool *sync.Pool, horizon func(key []byte) int64, key []byte) {
