@@ -145,6 +145,13 @@ type Config struct {
 	// foreground's p99 down, which the receivers' compactions, not the streams, drove
 	// (docs/design/rereplication.md, section 7).
 	StreamCPUTarget time.Duration `yaml:"stream_cpu_target"`
+	// TombstonePurge says when a replica may purge a tombstone (or an expired cell) older
+	// than TombstoneGrace: "repaired", the default, only once every replica of its range
+	// has been repaired past it (`kura admin repair`; internal/node/purge.go), so that a
+	// replica that missed the delete cannot bring the deleted value back; "grace" at the
+	// grace period alone, Cassandra's gc_grace rule, which relies on every range being
+	// repaired within the grace period.
+	TombstonePurge string `yaml:"tombstone_purge"`
 	// CleanupDelay is how long after a membership change finished a node deletes the
 	// rows of the ranges it gave up; 0 leaves it to kura admin cleanup.
 	CleanupDelay time.Duration `yaml:"cleanup_delay"`
@@ -220,6 +227,7 @@ func Default() Config {
 		AutoRemoveAfter:        10 * time.Minute,
 		StreamLimit:            64 << 20,
 		CleanupDelay:           10 * time.Minute,
+		TombstonePurge:         "repaired",
 	}
 }
 
@@ -296,6 +304,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
 	fs.DurationVar(&c.StreamCPUTarget, "stream-cpu-target", c.StreamCPUTarget, "cluster mode: the Go scheduler latency (p99 over 100 ms) above which streams slow down below --stream-limit, to a quarter of it at most, so that the foreground gets the CPU first (e.g. 1ms; 0: streams always run at --stream-limit)")
 	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
+	fs.StringVar(&c.TombstonePurge, "tombstone-purge", c.TombstonePurge, "cluster mode: when a tombstone older than --tombstone-grace may be purged: repaired (only once every replica of its range has been repaired since it was written, with kura admin repair, so that a replica that missed the delete cannot bring the value back; until then it stays) or grace (at the grace period alone, as Cassandra's gc_grace: every range must then be repaired within it)")
 	fs.DurationVar(&c.CleanupDelay, "cleanup-delay", c.CleanupDelay, "cluster mode with --ring-source=log: how long after a membership change finished the node deletes the rows of the ranges it gave up (until then they stay, costing only disk, in case the change must be undone by hand); 0 leaves it to kura admin cleanup")
 	fs.DurationVar(&c.MaxClockOffset, "max-clock-offset", c.MaxClockOffset, "cluster mode: the most a node's clock may be off from most of its peers' (estimated from the stamps of internode messages) before the node refuses the writes it would timestamp, with UNAVAILABLE, until its clock is back within it; reads go on, and the read-modify-write commands it coordinates run at a key's other replicas. Peers further off are flagged in kura admin status and kura_clock_offset_seconds. NTP keeps servers within milliseconds of each other, so an offset of 500ms (CockroachDB's default --max-offset) is a broken clock, and two writes to a key through different nodes that far apart, with no read between, cannot be ordered by a clock that wrong. 0 sets no limit (offsets are still reported)")
 	fs.StringVar(&c.HintsDir, "hints-dir", c.HintsDir, "cluster mode: directory of the hint store (writes kept for replicas that did not take them), e.g. on a disk less busy than the data's, as Cassandra's hints_directory; one per node; empty keeps it in the data directory (hints/). The node refuses to start if it is set and the data directory still holds hints")
@@ -510,6 +519,8 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: max_clock_offset %v is negative (0 sets no limit)", ErrInvalid, c.MaxClockOffset)
 	case c.RingSource != "log" && c.RingSource != "gossip":
 		return fmt.Errorf("%w: ring_source %q (want log or gossip)", ErrInvalid, c.RingSource)
+	case c.TombstonePurge != "repaired" && c.TombstonePurge != "grace":
+		return fmt.Errorf("%w: tombstone_purge %q (want repaired or grace)", ErrInvalid, c.TombstonePurge)
 	case c.Join != "auto" && c.Join != "staged":
 		return fmt.Errorf("%w: join %q (want auto or staged)", ErrInvalid, c.Join)
 	case c.JoinBatchWindow < 0 || c.StreamLimit < 0 || c.StreamCPUTarget < 0 || c.CleanupDelay < 0 || c.AutoRemoveAfter < 0:

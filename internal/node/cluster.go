@@ -77,7 +77,8 @@ type clusterNode struct {
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
 	refreshMu sync.Mutex // orders refresh's reads of gossip with its SetView calls
-	repair    *repairer  // anti-entropy repair (repair.go)
+	repair    *repairer     // anti-entropy repair (repair.go)
+	purge     *purgeHistory // the ranges repaired with all their replicas (purge.go)
 
 	peers *transport.Pool // clients to the other members, by node ID
 
@@ -91,10 +92,10 @@ type clusterNode struct {
 // internodeVersion is the newest internode frame version it speaks (0: the newest; see
 // hooks).
 func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member,
-	reg prometheus.Registerer, internodeVersion int) (*clusterNode, error) {
+	reg prometheus.Registerer, internodeVersion int, purge *purgeHistory) (*clusterNode, error) {
 	nc := &nodeClock{Clock: clock, maxOffset: cfg.MaxClockOffset}
 	c := &clusterNode{cfg: cfg, log: log, removed: make(chan error, 1), self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
-		internodeVersion: internodeVersion, changed: make(chan struct{}, 1), stop: make(chan struct{})}
+		internodeVersion: internodeVersion, changed: make(chan struct{}, 1), stop: make(chan struct{}), purge: purge}
 	c.peers = transport.NewPool(transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion,
 		Epoch: c.epoch, ObserveEpoch: c.observeEpoch})
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):

@@ -64,6 +64,7 @@ type Node struct {
 	respDone chan error
 	admin    *admin.Server
 	migrator *tiered.Migrator            // nil unless the engine is tiered
+	purge    *purgeHistory               // repaired ranges, for the engine's purge horizon; nil outside cluster mode
 	tiers    *admin.Tiers                // the tiered engine for /tiers; nil unless tiered
 	cluster  *clusterNode                // nil for a single node
 	clusterP atomic.Pointer[clusterNode] // cluster, for the admin server's goroutines
@@ -121,6 +122,14 @@ func (n *Node) start() (err error) {
 	}
 	clock := hlc.New(n.hooks.physical)
 	eo := catalog.OptionsFor(cfg)
+	if cfg.Clustered() {
+		if n.purge, err = openPurgeHistory(n.dir.Path()); err != nil {
+			return err
+		}
+		if cfg.TombstonePurge == "repaired" {
+			eo.PurgeHorizon = n.purge.horizon // see purge.go
+		}
+	}
 	eo.Logger = log
 	if cfg.Tiered() {
 		eo.Tiers = &catalog.Tiers{FastDir: cfg.FastDir, SlowDir: cfg.SlowDir,
@@ -164,7 +173,7 @@ func (n *Node) start() (err error) {
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
-		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion); err != nil {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion, n.purge); err != nil {
 			return err
 		}
 		store = n.cluster.store

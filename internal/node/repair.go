@@ -52,6 +52,12 @@ type repairMetrics struct {
 
 func newRepairer(c *clusterNode, eng engine.Engine, reg prometheus.Registerer) *repairer {
 	r := &repairer{c: c, respond: &repair.Responder{Store: engine.Scanner{Engine: eng}}}
+	if c.purge != nil {
+		r.respond.Repaired = func(start, end ring.Token, at int64) error {
+			c.log.Debug("repair: a peer repaired a range with all its replicas", "start", start, "end", end, "at", at)
+			return c.purge.record(start, end, at)
+		}
+	}
 	r.metrics = repairMetrics{
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_repair_sessions_total",
 			Help: "Anti-entropy repair sessions this node initiated (one per range and other replica), by result: " +
@@ -232,6 +238,8 @@ func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairReques
 	c := r.c
 	c.log.Info("repair: starting", "ranges", len(tasks))
 	for i, t := range tasks {
+		began := time.Now()
+		complete := true
 		for _, p := range t.peers {
 			select {
 			case <-c.stop:
@@ -254,6 +262,10 @@ func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairReques
 				st, err = r.session(t, p)
 			}
 			r.record(st, err, p, false)
+			complete = complete && err == nil
+		}
+		if complete {
+			r.repaired(t, began)
 		}
 		r.mu.Lock()
 		r.progress.RangesDone = i + 1
@@ -267,6 +279,35 @@ func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairReques
 		r.announceCovered(pr.Started, "a repair of every range it replicates")
 	}
 	r.finish(nil)
+}
+
+// repaired records that every session of t, the first begun at began, succeeded: every
+// replica of its range held every delete timestamped before began, less the margin
+// (purge.go), and tells the other replicas.
+func (r *repairer) repaired(t repairTask, began time.Time) {
+	c := r.c
+	if c.purge == nil {
+		return
+	}
+	at := began.UnixMicro() - repairHorizonMargin
+	if err := c.purge.record(t.start, t.end, at); err != nil {
+		c.log.Warn("repair: recording a repaired range", "err", err)
+	}
+	peers := slices.Clone(t.peers)
+	slices.Sort(peers)
+	for _, p := range slices.Compact(peers) {
+		cl, err := c.peer(p)
+		if err == nil {
+			err = repair.Done(func(req []byte) ([]byte, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+				defer cancel()
+				return cl.Call(ctx, wire.MethodRepair, req)
+			}, t.start, t.end, at)
+		}
+		if err != nil {
+			c.log.Warn("repair: telling a replica its range was repaired", "peer", p, "err", err)
+		}
+	}
 }
 
 // session runs one session of range t with peer p.

@@ -86,6 +86,18 @@ func (s *Stats) Add(o Stats) {
 	s.BytesDiffering += o.BytesDiffering
 }
 
+// Done tells a replica over peer that the range (start, end] has been repaired with all
+// its replicas as of at (Unix microseconds): every replica held every delete
+// timestamped before at (Responder.Repaired).
+func Done(peer Peer, start, end ring.Token, at int64) error {
+	b, err := peer(wire.AppendRepairRequest(nil, &wire.RepairRequest{Step: wire.RepairDone, Start: int64(start), End: int64(end), Now: at}))
+	if err != nil {
+		return err
+	}
+	_, err = wire.DecodeRepairResponse(b)
+	return err
+}
+
 // scanRange feeds every row of the shape's range in st to b.
 func scanRange(st Store, shape Shape, b *Builder) error {
 	for _, kr := range ring.EngineKeyRanges(shape.Start, shape.End) {
@@ -415,6 +427,9 @@ type Responder struct {
 	// MaxSessions bounds the sessions held at once; opening one more evicts the least
 	// recently used (its initiator then gets ErrNoSession). 0 means 64.
 	MaxSessions int
+	// Repaired, when set, is told of each range a peer reports repaired with all its
+	// replicas (Done): the time before which every replica held every delete of it.
+	Repaired func(start, end ring.Token, at int64) error
 
 	mu       sync.Mutex
 	sessions map[uint64]*responderSession
@@ -437,6 +452,14 @@ func (r *Responder) Serve(payload []byte) ([]byte, error) {
 	req, err := wire.DecodeRepairRequest(payload)
 	if err != nil {
 		return nil, err
+	}
+	if req.Step == wire.RepairDone {
+		if r.Repaired != nil {
+			if err := r.Repaired(ring.Token(req.Start), ring.Token(req.End), req.Now); err != nil {
+				return nil, err
+			}
+		}
+		return wire.AppendRepairResponse(nil, &wire.RepairResponse{}), nil
 	}
 	if req.Step == wire.RepairOpen {
 		s, resp, err := r.open(&req)

@@ -37,6 +37,10 @@ const (
 	RepairRows RepairStep = 4
 	// RepairClose ends the session; the responder drops its state.
 	RepairClose RepairStep = 5
+	// RepairDone tells a replica, outside any session (Session 0), that the range
+	// (Start, End] has been repaired with all its replicas: every one held every delete
+	// timestamped before Now. It may purge their tombstones from then on.
+	RepairDone RepairStep = 6
 )
 
 // Bounds of one repair message, checked by the decoders.
@@ -59,7 +63,7 @@ type LeafEntry struct {
 
 // RepairRequest is one step of a session. Which fields a step uses: Open, Start through
 // Root but Depth; Descend, Depth, Levels and Hashes; Leaves, Counts and Entries (Counts[i] entries for the i-th leaf
-// of the batch); Rows, Rows.
+// of the batch); Rows, Rows; Done, Start, End and Now.
 type RepairRequest struct {
 	Session uint64
 	Step    RepairStep
@@ -130,6 +134,10 @@ func AppendRepairRequest(dst []byte, m *RepairRequest) []byte {
 		}
 	case RepairRows:
 		dst = appendMutations(dst, m.Rows)
+	case RepairDone:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(m.Start))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(m.End))
+		dst = binary.AppendVarint(dst, m.Now)
 	}
 	return dst
 }
@@ -230,6 +238,17 @@ func DecodeRepairRequest(b []byte) (RepairRequest, error) {
 			return RepairRequest{}, err
 		}
 	case RepairClose:
+	case RepairDone:
+		var se [2]uint64
+		for i := range se {
+			if se[i], err = d.fixed(8); err != nil {
+				return RepairRequest{}, err
+			}
+		}
+		m.Start, m.End = int64(se[0]), int64(se[1])
+		if m.Now, err = d.varint(); err != nil {
+			return RepairRequest{}, err
+		}
 	default:
 		return RepairRequest{}, fmt.Errorf("%w: repair step %d", ErrCorrupt, step)
 	}

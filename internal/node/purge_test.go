@@ -1,0 +1,126 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/admin"
+	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+)
+
+// A replica that was down during a delete, whose hint was lost, comes back after the
+// grace period. Under --tombstone-purge grace (Cassandra's rule) the other replicas'
+// reads drop the tombstone and a read at ALL brings the deleted value back; under
+// repaired, the default, they keep it until a repair of the range with all its replicas
+// has run since the delete, and the key stays deleted. After that repair every replica
+// holds the tombstone and may purge it.
+func TestADeleteMissedByADownReplicaStaysDeletedPastTheGracePeriod(t *testing.T) {
+	defer func(m int64) { repairHorizonMargin = m }(repairHorizonMargin)
+	repairHorizonMargin = 0
+	for _, mode := range []string{"grace", "repaired"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			nodeConfig := func(host, seed string) (c config.Config) {
+				c = clusterConfig(t, host, seed)
+				c.Engine, c.TombstoneGrace, c.TombstonePurge = "lsm", time.Second, mode
+				return c
+			}
+			n1, err := Start(nodeConfig("h1", ""), quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n1.Shutdown(ctx)
+			n2, err := Start(nodeConfig("h2", n1.GossipAddr()), quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n2.Shutdown(ctx)
+			cfg3 := nodeConfig("h3", n1.GossipAddr())
+			n3, err := Start(cfg3, quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []*Node{n1, n2, n3} {
+				eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+			}
+			c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
+			defer c1.Close()
+			key := []byte("doomed")
+			ekey := ring.EngineKey(key)
+			if err := c1.Set(ctx, string(key), "alive", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "n3 holds the value", func() bool {
+				_, found, _ := n3.cluster.handler.Engine.Get(ekey)
+				return found
+			})
+			id3 := ring.NodeID(n3.ID())
+			if err := n3.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "n3 is marked down", func() bool { return !n1.cluster.member(id3).Up })
+			if err := c1.Del(ctx, string(key)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			deleted, _, _ := n1.cluster.handler.Engine.Get(ekey)
+			n1.cluster.hintq.Sync() // the hint for n3 is lost
+			if _, err := n1.cluster.hints.Replay(string(id3), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // past the grace period
+			if n3, err = Start(cfg3, quiet()); err != nil {
+				t.Fatal(err)
+			}
+			defer n3.Shutdown(ctx)
+			eventually(t, "n3 is up again", func() bool { return n1.cluster.member(id3).Up })
+			all := c1.Conn()
+			defer all.Close()
+			if err := all.Do(ctx, "KURA.CONSISTENCY", "ALL").Err(); err != nil {
+				t.Fatal(err)
+			}
+			v, err := all.Get(ctx, string(key)).Result()
+			if mode == "grace" {
+				if err != nil || v != "alive" {
+					t.Fatalf("under the grace rule a read at ALL gave %q, %v: the scenario did not bring the value back", v, err)
+				}
+				return
+			}
+			if err != redis.Nil {
+				t.Fatalf("a read at ALL of the deleted key: %q, %v", v, err)
+			}
+			r, found, _ := n1.cluster.handler.Engine.Get(ekey)
+			if !found || r.Deleted == 0 {
+				t.Fatalf("n1 no longer holds the tombstone: %+v %v", r, found)
+			}
+			if code, body := postRepair(t, n1, admin.RepairRequest{}); code != 200 {
+				t.Fatalf("POST /repair: %d %s", code, body)
+			}
+			if pr := repairDone(t, n1); pr.Failed != 0 {
+				t.Fatalf("repair: %+v", pr)
+			}
+			for _, n := range []*Node{n1, n2, n3} {
+				eventually(t, n.ID()+" records the range repaired past the delete", func() bool {
+					return n.purge.horizon(ekey) > deleted.Deleted
+				})
+			}
+			// Past both the grace period and the repair, the tombstone may go: reads hide
+			// it, and the key stays deleted.
+			if _, found, _ := n1.cluster.handler.Engine.Get(ekey); found {
+				t.Fatal("n1 still reads the tombstone past its range's repair")
+			}
+			if v, err := all.Get(ctx, string(key)).Result(); err != redis.Nil {
+				t.Fatalf("a read at ALL after the repair: %q, %v", v, err)
+			}
+			// The history survives a restart.
+			h, err := openPurgeHistory(n2.dir.Path())
+			if err != nil || h.horizon(ekey) <= deleted.Deleted {
+				t.Fatalf("n2's repair history on disk: %v, horizon %d", err, h.horizon(ekey))
+			}
+		})
+	}
+}
