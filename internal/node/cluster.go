@@ -76,7 +76,7 @@ type clusterNode struct {
 	internodeVersion int
 	// refilling is set while refill runs (a restarted in-memory node, or rebuild).
 	refilling atomic.Bool
-	refreshMu sync.Mutex // orders refresh's reads of gossip with its SetView calls
+	refreshMu sync.Mutex    // orders refresh's reads of gossip with its SetView calls
 	repair    *repairer     // anti-entropy repair (repair.go)
 	purge     *purgeHistory // the ranges repaired with all their replicas (purge.go)
 
