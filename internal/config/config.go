@@ -145,6 +145,15 @@ type Config struct {
 	// foreground's p99 down, which the receivers' compactions, not the streams, drove
 	// (docs/design/rereplication.md, section 7).
 	StreamCPUTarget time.Duration `yaml:"stream_cpu_target"`
+	// RepairPeriod is how often the background scheduler repairs each range the node is
+	// the first replica of, with all its other replicas (every node doing the same, every
+	// range of the cluster is repaired once a period); 0 turns it off. The default, 5
+	// days, is half the grace period, so that under --tombstone-purge repaired a
+	// tombstone can go within one and a half grace periods of its delete.
+	RepairPeriod time.Duration `yaml:"repair_period"`
+	// RepairRowsPerSecond bounds the rows a node's repairs scan, as initiator and as
+	// responder together (background and operator repairs alike); 0 sets no bound.
+	RepairRowsPerSecond int64 `yaml:"repair_rows_per_second"`
 	// TombstonePurge says when a replica may purge a tombstone (or an expired cell) older
 	// than TombstoneGrace: "repaired", the default, only once every replica of its range
 	// has been repaired past it (`kura admin repair`; internal/node/purge.go), so that a
@@ -228,6 +237,8 @@ func Default() Config {
 		StreamLimit:            64 << 20,
 		CleanupDelay:           10 * time.Minute,
 		TombstonePurge:         "repaired",
+		RepairPeriod:           120 * time.Hour,
+		RepairRowsPerSecond:    20000,
 	}
 }
 
@@ -304,6 +315,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
 	fs.DurationVar(&c.StreamCPUTarget, "stream-cpu-target", c.StreamCPUTarget, "cluster mode: the Go scheduler latency (p99 over 100 ms) above which streams slow down below --stream-limit, to a quarter of it at most, so that the foreground gets the CPU first (e.g. 1ms; 0: streams always run at --stream-limit)")
 	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
+	fs.DurationVar(&c.RepairPeriod, "repair-period", c.RepairPeriod, "cluster mode: how often the background scheduler repairs each range this node is the first replica of with its other replicas (anti-entropy, as kura admin repair); 0 turns it off")
+	fs.Int64Var(&c.RepairRowsPerSecond, "repair-rows-per-second", c.RepairRowsPerSecond, "cluster mode: rows per second this node's repairs may scan, as initiator and responder together (background and kura admin repair alike), so that repairs leave the foreground its latency; 0 sets no bound")
 	fs.StringVar(&c.TombstonePurge, "tombstone-purge", c.TombstonePurge, "cluster mode: when a tombstone older than --tombstone-grace may be purged: repaired (only once every replica of its range has been repaired since it was written, with kura admin repair, so that a replica that missed the delete cannot bring the value back; until then it stays) or grace (at the grace period alone, as Cassandra's gc_grace: every range must then be repaired within it)")
 	fs.DurationVar(&c.CleanupDelay, "cleanup-delay", c.CleanupDelay, "cluster mode with --ring-source=log: how long after a membership change finished the node deletes the rows of the ranges it gave up (until then they stay, costing only disk, in case the change must be undone by hand); 0 leaves it to kura admin cleanup")
 	fs.DurationVar(&c.MaxClockOffset, "max-clock-offset", c.MaxClockOffset, "cluster mode: the most a node's clock may be off from most of its peers' (estimated from the stamps of internode messages) before the node refuses the writes it would timestamp, with UNAVAILABLE, until its clock is back within it; reads go on, and the read-modify-write commands it coordinates run at a key's other replicas. Peers further off are flagged in kura admin status and kura_clock_offset_seconds. NTP keeps servers within milliseconds of each other, so an offset of 500ms (CockroachDB's default --max-offset) is a broken clock, and two writes to a key through different nodes that far apart, with no read between, cannot be ordered by a clock that wrong. 0 sets no limit (offsets are still reported)")
@@ -523,8 +536,9 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("%w: tombstone_purge %q (want repaired or grace)", ErrInvalid, c.TombstonePurge)
 	case c.Join != "auto" && c.Join != "staged":
 		return fmt.Errorf("%w: join %q (want auto or staged)", ErrInvalid, c.Join)
-	case c.JoinBatchWindow < 0 || c.StreamLimit < 0 || c.StreamCPUTarget < 0 || c.CleanupDelay < 0 || c.AutoRemoveAfter < 0:
-		return fmt.Errorf("%w: join_batch_window, stream_limit, cleanup_delay and auto_remove_after must not be negative", ErrInvalid)
+	case c.JoinBatchWindow < 0 || c.StreamLimit < 0 || c.StreamCPUTarget < 0 || c.CleanupDelay < 0 || c.AutoRemoveAfter < 0 ||
+		c.RepairPeriod < 0 || c.RepairRowsPerSecond < 0:
+		return fmt.Errorf("%w: join_batch_window, stream_limit, cleanup_delay, auto_remove_after, repair_period and repair_rows_per_second must not be negative", ErrInvalid)
 	case c.RingSource == "gossip" && (c.Join != "auto" || c.Replace != ""):
 		return fmt.Errorf("%w: join and replace need ring_source log", ErrInvalid)
 	}

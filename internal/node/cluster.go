@@ -196,6 +196,10 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 		c.wg.Add(1)
 		go c.refill()
 	}
+	if cfg.RepairPeriod > 0 && c.purge != nil {
+		c.wg.Add(1)
+		go c.repair.background(cfg.RepairPeriod)
+	}
 	return c, nil
 }
 

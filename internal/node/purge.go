@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +99,27 @@ func (h *purgeHistory) horizon(ekey []byte) int64 {
 		return 0
 	}
 	return v.at[i]
+}
+
+// last returns when the range (start, end] was last repaired as a whole: the oldest
+// horizon of its tokens, 0 if some token was never repaired.
+func (h *purgeHistory) last(start, end ring.Token) int64 {
+	v := h.view.Load()
+	oldest := int64(math.MaxInt64)
+	for _, l := range linear(repair.Shape{Start: start, End: end}) {
+		// The segment holding the interval's first token, then every one starting in it.
+		i, found := slices.BinarySearch(v.bounds, l[0])
+		if !found {
+			i--
+		}
+		if i < 0 {
+			return 0 // below the first bound: never repaired
+		}
+		for j := i; j < len(v.bounds) && (j == i || v.bounds[j] <= l[1]); j++ {
+			oldest = min(oldest, v.at[j])
+		}
+	}
+	return oldest
 }
 
 // record notes that the range (start, end] was repaired across all its replicas as of at,

@@ -124,3 +124,51 @@ func TestADeleteMissedByADownReplicaStaysDeletedPastTheGracePeriod(t *testing.T)
 		})
 	}
 }
+
+// The history's step function: a token's horizon is the latest repair of a range that
+// holds it, a range's last repair the oldest horizon of its tokens (0 while any token
+// was never repaired), and both survive reopening.
+func TestPurgeHistoryHorizonsAndLastRepairs(t *testing.T) {
+	dir := t.TempDir()
+	h, err := openPurgeHistory(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(tok ring.Token) []byte { return append(ring.AppendTokenPrefix(nil, tok), 'k') }
+	if h.horizon(key(5)) != 0 || h.last(0, 10) != 0 {
+		t.Fatal("an empty history has horizons")
+	}
+	for _, a := range []repairedArc{{0, 100, 10}, {50, 200, 20}, {150, -100, 30}} { // the last one wraps
+		if err := h.record(ring.Token(a.Start), ring.Token(a.End), a.At); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.record(0, 100, 5); err != nil { // older than what is recorded: ignored
+		t.Fatal(err)
+	}
+	for _, hh := range []*purgeHistory{h, must(openPurgeHistory(dir))} {
+		for _, c := range []struct {
+			tok  ring.Token
+			want int64
+		}{{0, 0}, {1, 10}, {50, 10}, {51, 20}, {150, 20}, {151, 30}, {ring.MaxToken, 30}, {ring.MinToken + 1, 30}, {-100, 30}, {-99, 0}} {
+			if got := hh.horizon(key(c.tok)); got != c.want {
+				t.Errorf("horizon of token %d: %d, want %d", c.tok, got, c.want)
+			}
+		}
+		for _, c := range []struct {
+			start, end ring.Token
+			want       int64
+		}{{0, 100, 10}, {60, 140, 20}, {160, 1000, 30}, {0, 250, 10}, {-150, -120, 30}, {-120, -50, 0}, {1000, 0, 0}} {
+			if got := hh.last(c.start, c.end); got != c.want {
+				t.Errorf("last repair of (%d, %d]: %d, want %d", c.start, c.end, got, c.want)
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

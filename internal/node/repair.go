@@ -18,6 +18,8 @@ import (
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/repair"
 	"github.com/kuradb/kura/internal/ring"
+	"github.com/kuradb/kura/internal/row"
+	"github.com/kuradb/kura/internal/stream"
 	"github.com/kuradb/kura/internal/transport"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -37,9 +39,42 @@ type repairer struct {
 	respond *repair.Responder
 	metrics repairMetrics
 
+	// busy is held by the range being repaired: operator and background repairs take
+	// turns by range.
+	busy sync.Mutex
+	// limit paces the rows this node's repairs scan, as initiator and responder alike
+	// (--repair-rows-per-second; rows, not bytes, in a stream.Limiter).
+	limit *stream.Limiter
+	store pacedStore
+
 	mu       sync.Mutex
 	progress admin.RepairProgress
 	ran      bool // progress is of a repair that ran (or runs)
+}
+
+// pacedStore is the engine as repair sessions read it: every scan waits on the
+// repairer's row limit, a batch of rows at a time.
+type pacedStore struct {
+	engine.Scanner
+	limit *stream.Limiter
+	ctx   context.Context // ends when the node stops
+}
+
+// pacedBatch is how many rows a scan reads between two waits on the limit.
+const pacedBatch = 64
+
+// Scan implements repair.Store.
+func (s pacedStore) Scan(lo, hi []byte, fn func(ekey []byte, r row.Row) error) error {
+	n := 0
+	return s.Scanner.Scan(lo, hi, func(ekey []byte, r row.Row) error {
+		if n++; n == pacedBatch {
+			n = 0
+			if err := s.limit.Wait(s.ctx, pacedBatch); err != nil {
+				return fmt.Errorf("node: repair scan: %w", err)
+			}
+		}
+		return fn(ekey, r)
+	})
 }
 
 type repairMetrics struct {
@@ -48,10 +83,17 @@ type repairMetrics struct {
 	rows     prometheus.Counter
 	differ   prometheus.Counter
 	pending  prometheus.Gauge
+	// background counts the ranges the background scheduler repaired (result repaired)
+	// or tried and failed (result failed).
+	background *prometheus.CounterVec
 }
 
 func newRepairer(c *clusterNode, eng engine.Engine, reg prometheus.Registerer) *repairer {
-	r := &repairer{c: c, respond: &repair.Responder{Store: engine.Scanner{Engine: eng}}}
+	limit := stream.NewLimiter(c.cfg.RepairRowsPerSecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-c.stop; cancel() }()
+	store := pacedStore{Scanner: engine.Scanner{Engine: eng}, limit: limit, ctx: ctx}
+	r := &repairer{c: c, limit: limit, store: store, respond: &repair.Responder{Store: store}}
 	if c.purge != nil {
 		r.respond.Repaired = func(start, end ring.Token, at int64) error {
 			c.log.Debug("repair: a peer repaired a range with all its replicas", "start", start, "end", end, "at", at)
@@ -70,9 +112,11 @@ func newRepairer(c *clusterNode, eng engine.Engine, reg prometheus.Registerer) *
 			Help: "Encoded size of the newer version of each row kura_repair_rows_differing_total counts."}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kura_repair_ranges_pending",
 			Help: "Ranges the running repair on this node has still to compare."}),
+		background: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kura_repair_background_ranges_total",
+			Help: "Ranges the background repair scheduler (--repair-period) ran, by result: repaired (with all their replicas), failed."}, []string{"result"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{r.metrics.sessions, r.metrics.bytes, r.metrics.rows, r.metrics.differ, r.metrics.pending} {
+		for _, c := range []prometheus.Collector{r.metrics.sessions, r.metrics.bytes, r.metrics.rows, r.metrics.differ, r.metrics.pending, r.metrics.background} {
 			reg.MustRegister(c)
 		}
 	}
@@ -238,34 +282,9 @@ func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairReques
 	c := r.c
 	c.log.Info("repair: starting", "ranges", len(tasks))
 	for i, t := range tasks {
-		began := time.Now()
-		complete := true
-		for _, p := range t.peers {
-			select {
-			case <-c.stop:
-				r.finish(errors.New("node: stopping"))
-				return
-			default:
-			}
-			st, err := r.session(t, p)
-			// A peer just reachable again may still be in its transport's dial backoff,
-			// and a peer that restarts drops its sessions: a failed session is run
-			// again, from the start, after a wait that doubles.
-			for wait := repairRetryBase; err != nil && wait <= repairRetryMax; wait *= 2 {
-				r.record(st, err, p, true)
-				select {
-				case <-c.stop:
-					r.finish(errors.New("node: stopping"))
-					return
-				case <-time.After(wait):
-				}
-				st, err = r.session(t, p)
-			}
-			r.record(st, err, p, false)
-			complete = complete && err == nil
-		}
-		if complete {
-			r.repaired(t, began)
+		if _, stopping := r.runTask(t, r.record); stopping {
+			r.finish(errors.New("node: stopping"))
+			return
 		}
 		r.mu.Lock()
 		r.progress.RangesDone = i + 1
@@ -279,6 +298,116 @@ func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairReques
 		r.announceCovered(pr.Started, "a repair of every range it replicates")
 	}
 	r.finish(nil)
+}
+
+// repairBackgroundRetry is how long the background scheduler leaves a range whose repair
+// failed (a replica down) before it tries it again; other ranges go meanwhile.
+var repairBackgroundRetry = time.Minute
+
+// background repairs the ranges this node is the first replica of, each with all its
+// other replicas once per period, the most overdue first (repair.NextDue), until the node
+// stops. A range's last repair is what the repair history says (purge.go), so repairs by
+// an operator count, and a restart does not start the period over.
+func (r *repairer) background(period time.Duration) {
+	defer r.c.wg.Done()
+	c := r.c
+	start := time.Now().UnixMicro()
+	failed := map[[2]ring.Token]int64{} // when a range's last background repair failed
+	count := func(st repair.Stats, err error, p ring.NodeID, retrying bool) { r.count(st, err, p, retrying) }
+	for {
+		wait := time.Minute
+		tasks, _, err := r.tasks(admin.RepairRequest{Primary: true})
+		if err != nil || len(tasks) == 0 { // no ring yet, or this node not in it yet
+			wait = time.Second
+		}
+		if len(tasks) > 0 {
+			last := make([]int64, len(tasks))
+			for i, t := range tasks {
+				if last[i] = c.purge.last(t.start, t.end); last[i] > 0 {
+					last[i] += repairHorizonMargin // the history holds the repair's start less the margin
+				}
+				if f, ok := failed[[2]ring.Token{t.start, t.end}]; ok {
+					last[i] = max(last[i], f+repairBackgroundRetry.Microseconds()-period.Microseconds())
+				}
+			}
+			i, due := repair.NextDue(last, start, period.Microseconds())
+			if now := time.Now().UnixMicro(); due > now {
+				wait = min(wait, time.Duration(due-now)*time.Microsecond)
+			} else {
+				t := tasks[i]
+				complete, stopping := false, false
+				if r.peersUp(t) { // a replica known down fails the range at once: it waits its turn again
+					complete, stopping = r.runTask(t, count)
+				}
+				if stopping {
+					return
+				}
+				result := map[bool]string{true: "repaired", false: "failed"}[complete]
+				r.metrics.background.WithLabelValues(result).Inc()
+				c.log.Debug("repair: background", "start", t.start, "end", t.end, "result", result, "overdue", time.Duration(time.Now().UnixMicro()-due)*time.Microsecond)
+				if complete {
+					delete(failed, [2]ring.Token{t.start, t.end})
+				} else {
+					failed[[2]ring.Token{t.start, t.end}] = time.Now().UnixMicro()
+				}
+				wait = 0
+			}
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// peersUp reports whether gossip holds every other replica of t up.
+func (r *repairer) peersUp(t repairTask) bool {
+	for _, p := range t.peers {
+		if m, ok := r.c.machine.Member(p); !ok || !m.Up {
+			return false
+		}
+	}
+	return true
+}
+
+// runTask runs the sessions of one range with each of its peers, one range at a time on
+// the node (background and operator repairs alternate by range), retrying each failed
+// session, and records the range repaired when all succeed. record is told of each
+// session's outcome. It reports whether every session succeeded, and whether the node
+// is stopping (the task then stops where it is).
+func (r *repairer) runTask(t repairTask, record func(st repair.Stats, err error, p ring.NodeID, retrying bool)) (complete, stopping bool) {
+	c := r.c
+	r.busy.Lock()
+	defer r.busy.Unlock()
+	began := time.Now()
+	complete = true
+	for _, p := range t.peers {
+		select {
+		case <-c.stop:
+			return false, true
+		default:
+		}
+		st, err := r.session(t, p)
+		// A peer just reachable again may still be in its transport's dial backoff,
+		// and a peer that restarts drops its sessions: a failed session is run
+		// again, from the start, after a wait that doubles.
+		for wait := repairRetryBase; err != nil && wait <= repairRetryMax; wait *= 2 {
+			record(st, err, p, true)
+			select {
+			case <-c.stop:
+				return false, true
+			case <-time.After(wait):
+			}
+			st, err = r.session(t, p)
+		}
+		record(st, err, p, false)
+		complete = complete && err == nil
+	}
+	if complete {
+		r.repaired(t, began)
+	}
+	return complete, false
 }
 
 // repaired records that every session of t, the first begun at began, succeeded: every
@@ -326,7 +455,7 @@ func (r *repairer) session(t repairTask, p ring.NodeID) (repair.Stats, error) {
 		return cl.Call(ctx, wire.MethodRepair, req)
 	}
 	v := repair.View{Salt: rand.Uint64(), Now: time.Now().UnixMicro(), Grace: c.cfg.TombstoneGrace.Microseconds()}
-	return repair.Run(engine.Scanner{Engine: c.handler.Engine}, peer, rand.Uint64(), t.start, t.end, v)
+	return repair.Run(r.store, peer, rand.Uint64(), t.start, t.end, v)
 }
 
 // Retries of a failed session: the first after repairRetryBase, doubling up to
@@ -339,12 +468,7 @@ var (
 // record counts a session's bytes, and, unless it is an attempt to be run again
 // (retrying), its outcome.
 func (r *repairer) record(st repair.Stats, err error, p ring.NodeID, retrying bool) {
-	sent := st.BytesSent + st.Messages*transport.HeaderSize
-	received := st.BytesReceived + st.Messages*transport.HeaderSize
-	r.metrics.bytes.WithLabelValues("sent").Add(float64(sent))
-	r.metrics.bytes.WithLabelValues("received").Add(float64(received))
-	r.metrics.rows.Add(float64(st.RowsDiffering))
-	r.metrics.differ.Add(float64(st.BytesDiffering))
+	sent, received := r.count(st, err, p, retrying)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pr := &r.progress
@@ -352,25 +476,41 @@ func (r *repairer) record(st repair.Stats, err error, p ring.NodeID, retrying bo
 	pr.BytesSent += sent
 	pr.BytesReceived += received
 	pr.RowsHashed += st.Rows
-	if retrying {
+	switch {
+	case retrying:
 		pr.Retries++
 		pr.LastError = fmt.Sprintf("with %s (to be run again): %v", p, err)
-		return
-	}
-	switch {
 	case err != nil:
 		pr.Failed++
 		pr.LastError = fmt.Sprintf("with %s: %v", p, err)
-		r.metrics.sessions.WithLabelValues("failed").Inc()
-		r.c.log.Warn("repair: session failed", "peer", p, "err", err)
 	case st.Depth == 0 && st.RowsSent+st.RowsReceived == 0:
 		pr.Equal++
-		r.metrics.sessions.WithLabelValues("equal").Inc()
 	default:
 		pr.RowsDiffering += st.RowsDiffering
 		pr.BytesDiffering += st.BytesDiffering
+	}
+}
+
+// count adds a session's outcome to the metrics, and returns its bytes on the wire each
+// way; a session to be run again (retrying) counts its bytes only.
+func (r *repairer) count(st repair.Stats, err error, p ring.NodeID, retrying bool) (sent, received int64) {
+	sent = st.BytesSent + st.Messages*transport.HeaderSize
+	received = st.BytesReceived + st.Messages*transport.HeaderSize
+	r.metrics.bytes.WithLabelValues("sent").Add(float64(sent))
+	r.metrics.bytes.WithLabelValues("received").Add(float64(received))
+	r.metrics.rows.Add(float64(st.RowsDiffering))
+	r.metrics.differ.Add(float64(st.BytesDiffering))
+	switch {
+	case retrying:
+	case err != nil:
+		r.metrics.sessions.WithLabelValues("failed").Inc()
+		r.c.log.Warn("repair: session failed", "peer", p, "err", err)
+	case st.Depth == 0 && st.RowsSent+st.RowsReceived == 0:
+		r.metrics.sessions.WithLabelValues("equal").Inc()
+	default:
 		r.metrics.sessions.WithLabelValues("differ").Inc()
 	}
+	return sent, received
 }
 
 func (r *repairer) finish(err error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kuradb/kura/internal/admin"
+	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 )
@@ -148,4 +149,81 @@ func TestRepairMakesEveryReplicaHoldTheSameRows(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(again.Request), string(id2)) {
 		t.Fatalf("the second repair's request: %+v", again.Request)
 	}
+}
+
+// With --repair-period set, no operator is needed: a replica that missed writes while it
+// was down, its hints lost, gets them from the background scheduler's repairs, and the
+// ranges are recorded repaired with all their replicas.
+func TestBackgroundRepairBringsAReplicaBackWithoutAnOperator(t *testing.T) {
+	defer func(d time.Duration) { repairBackgroundRetry = d }(repairBackgroundRetry)
+	repairBackgroundRetry = time.Second
+	ctx := context.Background()
+	nodeConfig := func(host, seed string) config.Config {
+		c := clusterConfig(t, host, seed)
+		c.Engine, c.RepairPeriod = "lsm", 3*time.Second
+		return c
+	}
+	n1, err := Start(nodeConfig("h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Shutdown(ctx)
+	n2, err := Start(nodeConfig("h2", n1.GossipAddr()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Shutdown(ctx)
+	cfg3 := nodeConfig("h3", n1.GossipAddr())
+	n3, err := Start(cfg3, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{n1, n2, n3} {
+		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+	}
+	id3 := ring.NodeID(n3.ID())
+	if err := n3.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.member(id3).Up })
+	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
+	defer c1.Close()
+	const keys = 50
+	for i := range keys {
+		if err := c1.Set(ctx, fmt.Sprint("b", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1.cluster.hintq.Sync()
+	if _, err := n1.cluster.hints.Replay(string(id3), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n3, err = Start(cfg3, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	defer n3.Shutdown(ctx)
+	t0 := time.Now()
+	eventuallyFor(t, time.Minute, "the background repairs bring n3 every key", func() bool {
+		for i := range keys {
+			if _, found, _ := n3.cluster.handler.Engine.Get(ring.EngineKey([]byte(fmt.Sprint("b", i)))); !found {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("n3 had every key %v after its restart", time.Since(t0))
+	if _, ok := n3.repairProgress(); ok {
+		t.Fatal("an operator's repair ran: the test would prove nothing")
+	}
+	eventuallyFor(t, time.Minute, "every node records its ranges repaired", func() bool {
+		for _, n := range []*Node{n1, n2, n3} {
+			r := n.cluster.machine.Ring()
+			for i := range r.RangeCount() {
+				if n.purge.last(r.RangeStart(i), r.RangeEnd(i)) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
