@@ -184,7 +184,8 @@ func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, *ring.Ring, err
 			continue
 		}
 		// With several peers the first is asked again at the end, so that it also gets
-		// what the others held (the node holds the merge of all by then).
+		// what the others held (the node holds the merge of all by then); runTask skips
+		// it when the others brought nothing.
 		if len(peers) > 1 {
 			peers = append(peers, peers[0])
 		}
@@ -382,11 +383,16 @@ func (r *repairer) runTask(t repairTask, record func(st repair.Stats, err error,
 	defer r.busy.Unlock()
 	began := time.Now()
 	complete = true
-	for _, p := range t.peers {
+	received := false // whether a session after the first brought this node rows
+	for i, p := range t.peers {
 		select {
 		case <-c.stop:
 			return false, true
 		default:
+		}
+		if i > 0 && i == len(t.peers)-1 && p == t.peers[0] && !received {
+			// The first peer again, for what the others held: nothing came from them.
+			break
 		}
 		st, err := r.session(t, p)
 		// A peer just reachable again may still be in its transport's dial backoff,
@@ -403,6 +409,7 @@ func (r *repairer) runTask(t repairTask, record func(st repair.Stats, err error,
 		}
 		record(st, err, p, false)
 		complete = complete && err == nil
+		received = received || (i > 0 && st.RowsReceived > 0)
 	}
 	if complete {
 		r.repaired(t, began)
