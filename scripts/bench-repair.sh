@@ -12,8 +12,9 @@
 #   scripts/bench-repair.sh [OUT]        (default OUT: bench-results/repair)
 #
 # Environment (defaults): RECORDS (200000), ROUNDS (3), WINDOW_S (40: seconds a window
-# measures), LOAD_SHARE (0.5), ROWS_PER_S (20000: --repair-rows-per-second), BASE_PORT
-# (33000), KEEP (1 keeps the work directory).
+# measures), LOAD_SHARE (0.5), ROWS_PER_S (2000: --repair-rows-per-second), BASE_PORT
+# (33000), CLUSTER_REPAIR (1: time a cluster repair first; 0 skips it), KEEP (1 keeps the
+# work directory).
 set -euo pipefail
 [ -f go.mod ] && [ -d scripts ] || cd "$(dirname "$0")/.."
 OUT=${1:-bench-results/repair}
@@ -21,7 +22,7 @@ RECORDS=${RECORDS:-200000}
 ROUNDS=${ROUNDS:-3}
 WINDOW_S=${WINDOW_S:-40}
 LOAD_SHARE=${LOAD_SHARE:-0.5}
-ROWS_PER_S=${ROWS_PER_S:-20000}
+ROWS_PER_S=${ROWS_PER_S:-2000}
 BASE=${BASE_PORT:-33000}
 WORK=$(mktemp -d /tmp/kura-repair.XXXXXX)
 declare -A PIDS=()
@@ -62,11 +63,14 @@ echo "# $(date -u +%FT%TZ) nproc=$(nproc) $(uptime) records=$RECORDS rounds=$ROU
 "$KURA" bench load -w a --target "$targets" --records "$RECORDS" --threads 32 --seed 42 --consistency QUORUM \
   --progress none --plots=false --label load --out "$OUT/load" | sed -n 1p
 
-# A whole-cluster repair, timed: the rate against 1,000,000 rows an hour.
-t0=$(date +%s.%N)
-"$KURA" admin repair --cluster --admin "$(admin 1)" >"$OUT/cluster-repair.txt"
-t1=$(date +%s.%N)
-awk -v r="$RECORDS" -v a="$t0" -v b="$t1" 'BEGIN {s = b - a; printf "cluster repair of %d rows: %.1f s, %.0f rows/s; 1,000,000 rows would take %.1f min\n", r, s, r / s, 1e6 / (r / s) / 60}' | tee -a "$OUT/conditions.txt"
+# A whole-cluster repair, timed: the rate against 1,000,000 rows an hour (CLUSTER_REPAIR=0
+# skips it).
+if [ "${CLUSTER_REPAIR:-1}" = 1 ]; then
+  t0=$(date +%s.%N)
+  "$KURA" admin repair --cluster --admin "$(admin 1)" >"$OUT/cluster-repair.txt"
+  t1=$(date +%s.%N)
+  awk -v r="$RECORDS" -v a="$t0" -v b="$t1" 'BEGIN {s = b - a; printf "cluster repair of %d rows: %.1f s, %.0f rows/s; 1,000,000 rows would take %.1f min\n", r, s, r / s, 1e6 / (r / s) / 60}' | tee -a "$OUT/conditions.txt"
+fi
 
 "$KURA" bench run -w a --target "$targets" --records "$RECORDS" --threads 32 --consistency QUORUM -p requestdistribution=uniform \
   --seed 9 --duration 20s --progress none --plots=false --label saturation --out "$OUT/saturation" | sed -n 1p
@@ -74,8 +78,8 @@ SAT=$(jq -r .throughput_ops "$OUT/saturation/result.json")
 RATE=$(awk -v s="$SAT" -v f="$LOAD_SHARE" 'BEGIN {printf "%.0f", s * f}')
 echo "saturation $SAT ops/s; the foreground runs at $RATE ops/s" | tee -a "$OUT/conditions.txt"
 
-# repairs_on starts a loop of full repairs on every node; repairs_off stops them and
-# waits for the repairs running to end.
+# repairs_on starts a loop of full repairs on every node; repairs_off stops the loops and
+# the repairs running (DELETE /repair: each stops after its current range).
 repairs_on() {
   for k in 1 2 3; do
     (while true; do "$KURA" admin repair --admin "$(admin "$k")" >>"$OUT/repairs-n$k.txt" 2>&1 || sleep 1; done) &
@@ -86,6 +90,7 @@ repairs_off() {
   for p in "${LOOPS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   LOOPS=()
   for k in 1 2 3; do
+    curl -sf -X DELETE "http://$(admin "$k")/repair" >/dev/null 2>&1 || true
     for _ in $(seq 600); do
       [ "$(curl -sf "http://$(admin "$k")/repair" | jq -r '.running' 2>/dev/null || echo false)" = true ] || break
       sleep 0.5
@@ -105,18 +110,22 @@ for round in $(seq "$ROUNDS"); do
 done
 echo "# done $(date -u +%FT%TZ) $(uptime)" | tee -a "$OUT/conditions.txt"
 
-# The p99 of each window and the ratio of each "with" window to its round's "without".
-{
-  echo "| round | read p99 without / with repair (ms) | ratio | update p99 without / with (ms) | ratio | throughput without / with |"
-  echo "|--:|--:|--:|--:|--:|--:|"
-  for round in $(seq "$ROUNDS"); do
-    jq -r -s --arg r "$round" '
-      def op(x; n): x.operations[] | select(.op == n) | .p99_us / 1000;
-      (.[0]) as $off | (.[1]) as $on |
-      op($off; "READ") as $ro | op($on; "READ") as $rn |
-      op($off; "UPDATE") as $uo | op($on; "UPDATE") as $un |
-      "| \($r) | \($ro) / \($rn) | \(($rn / $ro * 100 | round) / 100) | \($uo) / \($un) | \(($un / $uo * 100 | round) / 100) | \($off.throughput_ops | round) / \($on.throughput_ops | round) |"' \
-      "$OUT/round$round-off/result.json" "$OUT/round$round-on/result.json"
-  done
-} | tee "$OUT/summary.md"
+# The p99 of each window; the ratio of each "with" window to its round's "without", and to
+# the median of every "without" window (a stall in one window weighs less there).
+python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/summary.md"
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def p99(r, mode, op):
+    res = json.load(open(f"{out}/round{r}-{mode}/result.json"))
+    return next(o["p99_us"] for o in res["operations"] if o["op"] == op) / 1000
+med = {op: statistics.median(p99(r, "off", op) for r in range(1, rounds + 1)) for op in ("READ", "UPDATE")}
+print("| round | read p99 without / with repair (ms) | ratio (to the median without) | update p99 without / with (ms) | ratio (to the median without) |")
+print("|--:|--:|--:|--:|--:|")
+for r in range(1, rounds + 1):
+    cells = []
+    for op in ("READ", "UPDATE"):
+        off, on = p99(r, "off", op), p99(r, "on", op)
+        cells += [f"{off:.1f} / {on:.1f}", f"{on / off:.2f} ({on / med[op]:.2f})"]
+    print(f"| {r} | " + " | ".join(cells) + " |")
+PY
 grep -h "repair done" "$OUT"/repairs-n*.txt | tail -n 3 | tee -a "$OUT/summary.md" || true

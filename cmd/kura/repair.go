@@ -18,7 +18,7 @@ import (
 // newRepairCmd is `kura admin repair`.
 func newRepairCmd(addr *string) *cobra.Command {
 	var req admin.RepairRequest
-	var cluster, noWait bool
+	var cluster, noWait, stop bool
 	cmd := &cobra.Command{
 		Use:   "repair",
 		Short: "Compare the node's ranges with their other replicas and exchange the rows that differ (like nodetool repair)",
@@ -33,11 +33,14 @@ shared with that replica. --cluster runs it on every live member in turn, each o
 ranges it is the first replica of, which repairs every range of the cluster once.
 
 It prints the progress every second until the repair is done (--no-wait: only starts it),
-then the rows that differed and the bytes the repair sent against theirs. kura admin
-status shows a running or finished repair, and /metrics counts sessions and bytes
-(kura_repair_*).`,
+then the rows that differed and the bytes the repair sent against theirs. --stop stops
+the node's running repair once its current range is done. kura admin status shows a
+running or finished repair, and /metrics counts sessions and bytes (kura_repair_*).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if stop {
+				return printAdmin(cmd.Context(), cmd.OutOrStdout(), http.MethodDelete, *addr, "/repair")
+			}
 			targets := []string{*addr}
 			if cluster {
 				st, err := fetchStatus(cmd.Context(), *addr)
@@ -86,6 +89,7 @@ status shows a running or finished repair, and /metrics counts sessions and byte
 	cmd.Flags().StringVar(&req.Node, "node", "", "only the ranges shared with this replica (node ID)")
 	cmd.Flags().BoolVar(&cluster, "cluster", false, "run on every live member, each on the ranges it is the first replica of")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the repair and return")
+	cmd.Flags().BoolVar(&stop, "stop", false, "stop the repair running on the node once its current range is done")
 	return cmd
 }
 

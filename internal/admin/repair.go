@@ -82,8 +82,8 @@ func (s RepairProgress) ETA(now time.Time) time.Duration {
 // ErrRepairRunning is the Repair function's error while a repair runs.
 var ErrRepairRunning = errors.New("a repair is already running on this node")
 
-// serveRepair starts a repair (POST, a RepairRequest as JSON) or answers the status of
-// the running or last one (GET).
+// serveRepair starts a repair (POST, a RepairRequest as JSON), answers the status of the
+// running or last one (GET), or stops the running one after its current range (DELETE).
 func (cfg *Config) serveRepair(w http.ResponseWriter, r *http.Request) {
 	if cfg.Repair == nil {
 		http.Error(w, notClustered, http.StatusNotFound)
@@ -119,7 +119,15 @@ func (cfg *Config) serveRepair(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(st)
+	case http.MethodDelete:
+		st, ok := cfg.RepairStop()
+		if !ok {
+			http.Error(w, "no repair is running on this node\n", http.StatusConflict)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st)
 	default:
-		http.Error(w, "GET the repair's status or POST a repair request\n", http.StatusMethodNotAllowed)
+		http.Error(w, "GET the repair's status, POST a repair request or DELETE the running repair\n", http.StatusMethodNotAllowed)
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// repair's, false when none has run. Both nil when not in cluster mode.
 	Repair         func(RepairRequest) (RepairProgress, error)
 	RepairProgress func() (RepairProgress, bool)
+	// RepairStop stops the running repair once its current range is done (DELETE
+	// /repair); false when none runs.
+	RepairStop func() (RepairProgress, bool)
 	// Tiers is the tiered engine's status and budget (/tiers); nil when not tiered.
 	Tiers *Tiers
 	// Engine's report of its store answers /debug/store (engine.Reporter).
@@ -51,7 +54,8 @@ type Config struct {
 
 // Server serves /metrics, /healthz, /cluster (ClusterStatus as JSON), /tiers
 // (TiersStatus as JSON), /rebuild (POST: refill this replica from its peers), /repair
-// (POST: repair this node's ranges with their other replicas; GET: its status), /topology
+// (POST: repair this node's ranges with their other replicas; GET: its status; DELETE:
+// stop it), /topology
 // (POST: a membership change),
 // /debug/store (the engine's report of its store, as text) and /debug/pprof.
 type Server struct {

@@ -167,7 +167,7 @@ func (n *Node) start() (err error) {
 		ac := admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
 			Rebuild: n.rebuild, Topology: n.changeTopology, Tiers: n.tiers, Engine: n.eng, Logger: log}
 		if cfg.Clustered() {
-			ac.Repair, ac.RepairProgress = n.startRepair, n.repairProgress
+			ac.Repair, ac.RepairProgress, ac.RepairStop = n.startRepair, n.repairProgress, n.stopRepair
 		}
 		n.admin = admin.Serve(ln, ac)
 	}
@@ -293,6 +293,14 @@ func (n *Node) startRepair(req admin.RepairRequest) (admin.RepairProgress, error
 		return admin.RepairProgress{}, errors.New("node: cluster mode is still starting")
 	}
 	return c.repair.start(req)
+}
+
+// stopRepair stops the running repair after its current range (DELETE /repair).
+func (n *Node) stopRepair() (admin.RepairProgress, bool) {
+	if c := n.clusterP.Load(); c != nil {
+		return c.repair.stop()
+	}
+	return admin.RepairProgress{}, false
 }
 
 // repairProgress returns the running or last repair's progress (/repair).

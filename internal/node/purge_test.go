@@ -172,3 +172,30 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A repair's passes (repairPasses) end when the ring after a pass has the ranges, first
+// replicas and members of the one its tasks came from: a rebuilt but equal ring is the
+// same, a moved token or a new member is not.
+func TestSameRingComparesRangesAndMembers(t *testing.T) {
+	build := func(nodes ...ring.Node) *ring.Ring {
+		r, err := ring.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := build(ring.Node{ID: "n1", Host: "h1", Tokens: []ring.Token{-100, 50}}, ring.Node{ID: "n2", Host: "h2", Tokens: []ring.Token{0}})
+	same := build(ring.Node{ID: "n1", Host: "h1", Tokens: []ring.Token{-100, 50}}, ring.Node{ID: "n2", Host: "h2", Tokens: []ring.Token{0}})
+	moved := build(ring.Node{ID: "n1", Host: "h1", Tokens: []ring.Token{-100, 60}}, ring.Node{ID: "n2", Host: "h2", Tokens: []ring.Token{0}})
+	joined := build(ring.Node{ID: "n1", Host: "h1", Tokens: []ring.Token{-100, 50}}, ring.Node{ID: "n2", Host: "h2", Tokens: []ring.Token{0}},
+		ring.Node{ID: "n3", Host: "h3", Tokens: []ring.Token{200}})
+	rehosted := build(ring.Node{ID: "n1", Host: "h1", Tokens: []ring.Token{-100, 50}}, ring.Node{ID: "n2", Host: "h1", Tokens: []ring.Token{0}})
+	if !sameRing(a, same) || !sameRing(a, a) || !sameRing(nil, nil) {
+		t.Error("equal rings differ")
+	}
+	for name, b := range map[string]*ring.Ring{"a moved token": moved, "a new member": joined, "a member on another host": rehosted, "no ring": nil} {
+		if sameRing(a, b) {
+			t.Errorf("%s: the rings compare the same", name)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
@@ -19,7 +20,6 @@ import (
 	"github.com/kuradb/kura/internal/repair"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
-	"github.com/kuradb/kura/internal/stream"
 	"github.com/kuradb/kura/internal/transport"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -43,20 +43,21 @@ type repairer struct {
 	// turns by range.
 	busy sync.Mutex
 	// limit paces the rows this node's repairs scan, as initiator and responder alike
-	// (--repair-rows-per-second; rows, not bytes, in a stream.Limiter).
-	limit *stream.Limiter
+	// (--repair-rows-per-second); nil when unbounded.
+	limit *rate.Limiter
 	store pacedStore
 
 	mu       sync.Mutex
 	progress admin.RepairProgress
-	ran      bool // progress is of a repair that ran (or runs)
+	ran      bool          // progress is of a repair that ran (or runs)
+	cancel   chan struct{} // closed to stop the running operator's repair after its range
 }
 
 // pacedStore is the engine as repair sessions read it: every scan waits on the
 // repairer's row limit, a batch of rows at a time.
 type pacedStore struct {
 	engine.Scanner
-	limit *stream.Limiter
+	limit *rate.Limiter   // nil: unbounded
 	ctx   context.Context // ends when the node stops
 }
 
@@ -67,9 +68,9 @@ const pacedBatch = 64
 func (s pacedStore) Scan(lo, hi []byte, fn func(ekey []byte, r row.Row) error) error {
 	n := 0
 	return s.Scanner.Scan(lo, hi, func(ekey []byte, r row.Row) error {
-		if n++; n == pacedBatch {
+		if n++; n == pacedBatch && s.limit != nil {
 			n = 0
-			if err := s.limit.Wait(s.ctx, pacedBatch); err != nil {
+			if err := s.limit.WaitN(s.ctx, pacedBatch); err != nil {
 				return fmt.Errorf("node: repair scan: %w", err)
 			}
 		}
@@ -89,7 +90,12 @@ type repairMetrics struct {
 }
 
 func newRepairer(c *clusterNode, eng engine.Engine, reg prometheus.Registerer) *repairer {
-	limit := stream.NewLimiter(c.cfg.RepairRowsPerSecond)
+	// A burst of a twentieth of a second's rows, at least a batch: after a pause the
+	// scans do not catch up at once.
+	var limit *rate.Limiter
+	if n := c.cfg.RepairRowsPerSecond; n > 0 {
+		limit = rate.NewLimiter(rate.Limit(n), int(max(n/20, pacedBatch)))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-c.stop; cancel() }()
 	store := pacedStore{Scanner: engine.Scanner{Engine: eng}, limit: limit, ctx: ctx}
@@ -137,6 +143,32 @@ func (h repairHandler) Handle(ctx context.Context, method uint16, payload []byte
 		return h.next.Handle(ctx, method, payload)
 	}
 	return h.r.respond.Serve(payload)
+}
+
+// repairPasses bounds the passes of an operator's repair over a ring that keeps
+// changing under it.
+const repairPasses = 3
+
+// sameRing reports whether two rings have the same ranges with the same first replicas
+// and the same members: the tasks of a repair are the same on both.
+func sameRing(a, b *ring.Ring) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil || a.RangeCount() != b.RangeCount() || len(a.Nodes()) != len(b.Nodes()) {
+		return false
+	}
+	for i := range a.RangeCount() {
+		if a.RangeEnd(i) != b.RangeEnd(i) || a.Primary(a.RangeEnd(i)) != b.Primary(b.RangeEnd(i)) {
+			return false
+		}
+	}
+	for i, n := range a.Nodes() {
+		if m := b.Nodes()[i]; n.ID != m.ID || n.Host != m.Host || n.Rack != m.Rack || n.Role != m.Role {
+			return false
+		}
+	}
+	return true
 }
 
 // repairTask is one range and the other replicas to repair it with.
@@ -252,10 +284,27 @@ func (r *repairer) start(req admin.RepairRequest) (admin.RepairProgress, error) 
 	}
 	r.progress = admin.RepairProgress{Running: true, Request: req, Started: time.Now(), Ranges: len(tasks)}
 	r.ran = true
+	r.cancel = make(chan struct{})
 	r.metrics.pending.Set(float64(len(tasks)))
 	r.c.wg.Add(1)
-	go r.run(tasks, rg, req)
+	go r.run(tasks, rg, req, r.cancel)
 	return r.progress, nil
+}
+
+// stop stops the running operator's repair once the range it is on is done (the
+// background scheduler's repairs go on), and returns its progress; false when none runs.
+func (r *repairer) stop() (admin.RepairProgress, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.progress.Running {
+		return r.progress, false
+	}
+	select {
+	case <-r.cancel:
+	default:
+		close(r.cancel)
+	}
+	return r.progress, true
 }
 
 // status returns the running or last repair's progress.
@@ -278,24 +327,49 @@ func (r *repairer) announceCovered(t time.Time, why string) {
 	})
 }
 
-func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairRequest) {
+func (r *repairer) run(tasks []repairTask, rg *ring.Ring, req admin.RepairRequest, cancel <-chan struct{}) {
 	defer r.c.wg.Done()
 	c := r.c
 	c.log.Info("repair: starting", "ranges", len(tasks))
-	for i, t := range tasks {
-		if _, stopping := r.runTask(t, r.record); stopping {
-			r.finish(errors.New("node: stopping"))
-			return
+	done := 0
+	for pass := 1; ; pass++ {
+		for i, t := range tasks {
+			select {
+			case <-cancel:
+				r.finish(errors.New("stopped by an operator"))
+				return
+			default:
+			}
+			if _, stopping := r.runTask(t, r.record); stopping {
+				r.finish(errors.New("node: stopping"))
+				return
+			}
+			done++
+			r.mu.Lock()
+			r.progress.RangesDone = done
+			r.mu.Unlock()
+			r.metrics.pending.Set(float64(len(tasks) - i - 1))
 		}
+		// A membership change during the repair moved ranges between replicas: the
+		// ranges of the new ring are repaired again, up to twice (ranges whose replicas
+		// already agree cost a scan and one message).
+		if sameRing(c.machine.Ring(), rg) || pass == repairPasses {
+			break
+		}
+		next, nrg, err := r.tasks(req)
+		if err != nil {
+			break
+		}
+		c.log.Info("repair: the ring changed during the repair: repairing the new ring's ranges", "ranges", len(next), "pass", pass+1)
 		r.mu.Lock()
-		r.progress.RangesDone = i + 1
+		r.progress.Ranges += len(next)
 		r.mu.Unlock()
-		r.metrics.pending.Set(float64(len(tasks) - i - 1))
+		tasks, rg = next, nrg
 	}
 	// Every range compared with every other replica, on the ring it still has: the node
 	// holds every write acknowledged before the repair started.
 	pr, _ := r.status()
-	if req == (admin.RepairRequest{}) && pr.Failed == 0 && c.machine.Ring() == rg {
+	if req == (admin.RepairRequest{}) && pr.Failed == 0 && sameRing(c.machine.Ring(), rg) {
 		r.announceCovered(pr.Started, "a repair of every range it replicates")
 	}
 	r.finish(nil)

@@ -149,6 +149,15 @@ func TestRepairMakesEveryReplicaHoldTheSameRows(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(again.Request), string(id2)) {
 		t.Fatalf("the second repair's request: %+v", again.Request)
 	}
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+n1.AdminAddr()+"/repair", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("DELETE /repair with none running: %d, want 409", resp.StatusCode)
+	}
 }
 
 // With --repair-period set, no operator is needed: a replica that missed writes while it
