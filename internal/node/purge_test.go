@@ -10,7 +10,6 @@ import (
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/ring"
-	"github.com/kuradb/kura/internal/row"
 )
 
 // A replica that was down during a delete, whose hint was lost, comes back after the
@@ -30,24 +29,9 @@ func TestADeleteMissedByADownReplicaStaysDeletedPastTheGracePeriod(t *testing.T)
 				c.Engine, c.TombstoneGrace, c.TombstonePurge = "lsm", time.Second, mode
 				return c
 			}
-			n1, err := Start(nodeConfig("h1", ""), quiet())
-			if err != nil {
-				t.Fatal(err)
-			}
+			n1, n2, n3, cfg3 := startTrio(t, nodeConfig)
 			defer n1.Shutdown(ctx)
-			n2, err := Start(nodeConfig("h2", n1.GossipAddr()), quiet())
-			if err != nil {
-				t.Fatal(err)
-			}
 			defer n2.Shutdown(ctx)
-			cfg3 := nodeConfig("h3", n1.GossipAddr())
-			n3, err := Start(cfg3, quiet())
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range []*Node{n1, n2, n3} {
-				eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
-			}
 			c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 			defer c1.Close()
 			key := []byte("doomed")
@@ -68,11 +52,9 @@ func TestADeleteMissedByADownReplicaStaysDeletedPastTheGracePeriod(t *testing.T)
 				t.Fatal(err)
 			}
 			deleted, _, _ := n1.cluster.handler.Engine.Get(ekey)
-			n1.cluster.hintq.Sync() // the hint for n3 is lost
-			if _, err := n1.cluster.hints.Replay(string(id3), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
-				t.Fatal(err)
-			}
+			dropHints(t, n1, id3)
 			time.Sleep(1500 * time.Millisecond) // past the grace period
+			var err error
 			if n3, err = Start(cfg3, quiet()); err != nil {
 				t.Fatal(err)
 			}

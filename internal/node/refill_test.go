@@ -197,10 +197,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n1.cluster.hintq.Sync() // the coordinator stores hints off the request path
-	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	dropHints(t, n1, id2)
 	if n2, err = Start(cfg2, keptLog(t, "n2 restarted")); err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,41 @@ func repairDone(t *testing.T, n *Node) admin.RepairProgress {
 	return pr
 }
 
+// startTrio starts three nodes of config(host, seed) on hosts h1 to h3 and waits until each
+// sees all three; it returns them and the third's config, for a restart. The caller shuts
+// them down.
+func startTrio(t *testing.T, config func(host, seed string) config.Config) (n1, n2, n3 *Node, cfg3 config.Config) {
+	t.Helper()
+	n1, err := Start(config("h1", ""), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n2, err = Start(config("h2", n1.GossipAddr()), quiet()); err != nil {
+		n1.Shutdown(context.Background())
+		t.Fatal(err)
+	}
+	cfg3 = config("h3", n1.GossipAddr())
+	if n3, err = Start(cfg3, quiet()); err != nil {
+		n1.Shutdown(context.Background())
+		n2.Shutdown(context.Background())
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{n1, n2, n3} {
+		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
+	}
+	return n1, n2, n3, cfg3
+}
+
+// dropHints makes n forget the hints it holds for id, as if they had expired: only a
+// repair or a rebuild brings id those writes.
+func dropHints(t *testing.T, n *Node, id ring.NodeID) {
+	t.Helper()
+	n.cluster.hintq.Sync() // the coordinator stores hints off the request path
+	if _, err := n.cluster.hints.Replay(string(id), time.Now(), 100000, func([]row.Mutation) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A replica that missed writes and deletes while it was down, its hints gone, holds the
 // same rows as the others once `kura admin repair` has run on it: an lsm, a btree and a
 // memory replica, compared row by row in their engines. Nothing deleted comes back, and a
@@ -77,10 +112,7 @@ func TestRepairMakesEveryReplicaHoldTheSameRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n1.cluster.hintq.Sync() // the hints are lost: only a repair brings the writes to n2
-	if _, err := n1.cluster.hints.Replay(string(id2), time.Now(), 10000, func([]row.Mutation) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	dropHints(t, n1, id2) // only a repair brings the writes to n2
 	var err error
 	if n2, err = Start(cfg2, keptLog(t, "n2 restarted")); err != nil {
 		t.Fatal(err)
@@ -172,24 +204,9 @@ func TestBackgroundRepairBringsAReplicaBackWithoutAnOperator(t *testing.T) {
 		c.Engine, c.RepairPeriod = "lsm", 3*time.Second
 		return c
 	}
-	n1, err := Start(nodeConfig("h1", ""), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1, n2, n3, cfg3 := startTrio(t, nodeConfig)
 	defer n1.Shutdown(ctx)
-	n2, err := Start(nodeConfig("h2", n1.GossipAddr()), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer n2.Shutdown(ctx)
-	cfg3 := nodeConfig("h3", n1.GossipAddr())
-	n3, err := Start(cfg3, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []*Node{n1, n2, n3} {
-		eventually(t, "every node sees three normal members", func() bool { return ready(n, 3) })
-	}
 	id3 := ring.NodeID(n3.ID())
 	if err := n3.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -203,11 +220,9 @@ func TestBackgroundRepairBringsAReplicaBackWithoutAnOperator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n1.cluster.hintq.Sync()
-	if _, err := n1.cluster.hints.Replay(string(id3), time.Now(), 1000, func([]row.Mutation) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if n3, err = Start(cfg3, quiet()); err != nil {
+	dropHints(t, n1, id3)
+	n3, err := Start(cfg3, quiet())
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer n3.Shutdown(ctx)
