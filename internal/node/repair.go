@@ -29,8 +29,8 @@ import (
 // The repairer runs one session at a time, range after range; its responder answers the
 // sessions peers open with this node (wire.MethodRepair).
 
-// repairCallTimeout bounds one step of a session. The first scans the range at the
-// responder, which takes about a second per million rows.
+// repairCallTimeout bounds one step of a session, beyond the time its scans may take at
+// the row limit (callTimeout).
 const repairCallTimeout = 2 * time.Minute
 
 // repairer is a cluster node's anti-entropy repair.
@@ -520,6 +520,19 @@ func (r *repairer) repaired(t repairTask, began time.Time) {
 	}
 }
 
+// callTimeout bounds one step of a session: repairCallTimeout, plus twice what scanning
+// every row this node holds takes at the row limit (a step scans at most a range, which
+// the responder holds about as many rows of as this node; twice, for the limit it shares
+// with other sessions).
+func (r *repairer) callTimeout() time.Duration {
+	d := repairCallTimeout
+	if r.limit != nil {
+		rows := max(r.c.handler.Engine.Stats().RowsEstimate, 0)
+		d += time.Duration(float64(2*rows) / float64(r.limit.Limit()) * float64(time.Second))
+	}
+	return d
+}
+
 // session runs one session of range t with peer p.
 func (r *repairer) session(t repairTask, p ring.NodeID) (repair.Stats, error) {
 	c := r.c
@@ -530,8 +543,9 @@ func (r *repairer) session(t repairTask, p ring.NodeID) (repair.Stats, error) {
 	if err != nil {
 		return repair.Stats{}, err
 	}
+	timeout := r.callTimeout()
 	peer := func(req []byte) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), repairCallTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		return cl.Call(ctx, wire.MethodRepair, req)
 	}
