@@ -43,11 +43,7 @@ func TestADeleteMissedByADownReplicaStaysDeletedPastTheGracePeriod(t *testing.T)
 				_, found, _ := n3.cluster.handler.Engine.Get(ekey)
 				return found
 			})
-			id3 := ring.NodeID(n3.ID())
-			if err := n3.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "n3 is marked down", func() bool { return !n1.cluster.member(id3).Up })
+			id3 := takeDown(t, n1, n3)
 			if err := c1.Del(ctx, string(key)).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -184,11 +184,7 @@ func TestRebuildRefillsALaggingReplicaFromItsPeers(t *testing.T) {
 	defer n1.Shutdown(ctx)
 	defer n3.Shutdown(ctx)
 	var err error
-	id2 := ring.NodeID(n2.ID())
-	if err := n2.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.member(id2).Up })
+	id2 := takeDown(t, n1, n2)
 	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 	defer c1.Close()
 	const keys = 200

@@ -69,6 +69,17 @@ func startTrio(t *testing.T, config func(host, seed string) config.Config) (n1, 
 	return n1, n2, n3, cfg3
 }
 
+// takeDown shuts n down and waits until via's gossip holds it down; it returns n's ID.
+func takeDown(t *testing.T, via, n *Node) ring.NodeID {
+	t.Helper()
+	id := ring.NodeID(n.ID())
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, string(id)+" is marked down", func() bool { return !via.cluster.member(id).Up })
+	return id
+}
+
 // dropHints makes n forget the hints it holds for id, as if they had expired: only a
 // repair or a rebuild brings id those writes.
 func dropHints(t *testing.T, n *Node, id ring.NodeID) {
@@ -96,11 +107,7 @@ func TestRepairMakesEveryReplicaHoldTheSameRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	id2 := ring.NodeID(n2.ID())
-	if err := n2.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "n2 is marked down", func() bool { return !n1.cluster.member(id2).Up })
+	id2 := takeDown(t, n1, n2)
 	value := strings.Repeat("v", 1000) // 1 KB rows, so that the bytes on the wire mean something
 	for i := range keys {
 		if err := c1.Set(ctx, fmt.Sprint("y", i), value, 0).Err(); err != nil {
@@ -207,11 +214,7 @@ func TestBackgroundRepairBringsAReplicaBackWithoutAnOperator(t *testing.T) {
 	n1, n2, n3, cfg3 := startTrio(t, nodeConfig)
 	defer n1.Shutdown(ctx)
 	defer n2.Shutdown(ctx)
-	id3 := ring.NodeID(n3.ID())
-	if err := n3.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "n3 is marked down", func() bool { return !n1.cluster.member(id3).Up })
+	id3 := takeDown(t, n1, n3)
 	c1 := redis.NewClient(&redis.Options{Addr: n1.Addr()})
 	defer c1.Close()
 	const keys = 50
