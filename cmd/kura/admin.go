@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -123,28 +124,40 @@ func fetchJSON(ctx context.Context, addr, path string, v any) error {
 // 200 answer; any other answer is an error carrying its body (wrapping errNotFound for a
 // 404).
 func adminRequest(ctx context.Context, method, addr, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	return adminDo(ctx, method, addr, path, nil, 5*time.Second)
+}
+
+// adminDo is adminRequest with a JSON body (nil: none) and a timeout.
+func adminDo(ctx context.Context, method, addr, path string, body []byte, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("admin %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return nil, fmt.Errorf("admin %s: %w", addr, err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("admin %s: %w: %s", addr, errNotFound, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("admin %s: %w: %s", addr, errNotFound, strings.TrimSpace(string(out)))
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(out)))
 	}
-	return body, nil
+	return out, nil
 }
 
 // newTiersCmd is `kura admin tiers`: each tiered node's tiers, every member's when the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,7 +74,7 @@ running or finished repair, and /metrics counts sessions and bytes (kura_repair_
 				// each node holds every write acknowledged before the first started.
 				for _, t := range targets {
 					body, _ := json.Marshal(admin.RepairRequest{CoveredSince: started})
-					if _, err := adminPost(cmd.Context(), t, "/repair", body); err != nil {
+					if _, err := adminDo(cmd.Context(), http.MethodPost, t, "/repair", body, 30*time.Second); err != nil {
 						return err
 					}
 				}
@@ -97,7 +96,7 @@ running or finished repair, and /metrics counts sessions and bytes (kura_repair_
 // until it is done, then its summary.
 func runRepair(ctx context.Context, out io.Writer, addr string, req admin.RepairRequest, wait bool) (admin.RepairProgress, error) {
 	body, _ := json.Marshal(req)
-	resp, err := adminPost(ctx, addr, "/repair", body)
+	resp, err := adminDo(ctx, http.MethodPost, addr, "/repair", body, 30*time.Second)
 	if err != nil {
 		return admin.RepairProgress{}, err
 	}
@@ -154,32 +153,4 @@ func repairLine(pr admin.RepairProgress, now time.Time) string {
 		fmt.Fprintf(&b, "; last error: %s", pr.LastError)
 	}
 	return b.String()
-}
-
-// adminPost posts body to path on a node's admin address and returns the body of a 200
-// answer; any other answer is an error carrying its body.
-func adminPost(ctx context.Context, addr, path string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("admin %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("admin %s: %w", addr, err)
-	}
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("admin %s: %w: %s", addr, errNotFound, strings.TrimSpace(string(out)))
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("admin %s: %s", addr, strings.TrimSpace(string(out)))
-	}
-	return out, nil
 }

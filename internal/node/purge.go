@@ -106,7 +106,7 @@ func (h *purgeHistory) horizon(ekey []byte) int64 {
 func (h *purgeHistory) last(start, end ring.Token) int64 {
 	v := h.view.Load()
 	oldest := int64(math.MaxInt64)
-	for _, l := range linear(repair.Shape{Start: start, End: end}) {
+	for _, l := range (repair.Shape{Start: start, End: end}).Intervals() {
 		// The segment holding the interval's first token, then every one starting in it.
 		i, found := slices.BinarySearch(v.bounds, l[0])
 		if !found {
@@ -178,7 +178,7 @@ func buildHorizons(arcs []repairedArc) *horizons {
 	var ivs []interval
 	var bounds []ring.Token
 	for _, a := range arcs {
-		for _, l := range linear(repair.Shape{Start: ring.Token(a.Start), End: ring.Token(a.End)}) {
+		for _, l := range (repair.Shape{Start: ring.Token(a.Start), End: ring.Token(a.End)}).Intervals() {
 			ivs = append(ivs, interval{l[0], l[1], a.At})
 			bounds = append(bounds, l[0])
 			if l[1] != ring.MaxToken {

@@ -223,42 +223,13 @@ func (r *repairer) tasks(req admin.RepairRequest) ([]repairTask, *ring.Ring, err
 		}
 		arcs := []repair.Shape{{Start: rg.RangeStart(i), End: rg.RangeEnd(i)}}
 		if limit != nil {
-			arcs = intersectArcs(arcs[0], *limit)
+			arcs = arcs[0].Intersect(*limit)
 		}
 		for _, a := range arcs {
 			out = append(out, repairTask{start: a.Start, end: a.End, peers: peers})
 		}
 	}
 	return out, rg, nil
-}
-
-// intersectArcs returns the ring ranges (Start, End] that lie in both a and b.
-func intersectArcs(a, b repair.Shape) []repair.Shape {
-	var out []repair.Shape
-	for _, x := range linear(a) {
-		for _, y := range linear(b) {
-			lo, hi := max(x[0], y[0]), min(x[1], y[1])
-			if lo <= hi {
-				out = append(out, repair.Shape{Start: lo - 1, End: hi}) // lo-1 wraps at MinToken, as the ring does
-			}
-		}
-	}
-	return out
-}
-
-// linear returns a ring range's tokens as inclusive intervals of the token line.
-func linear(a repair.Shape) [][2]ring.Token {
-	switch {
-	case a.Start == a.End:
-		return [][2]ring.Token{{ring.MinToken, ring.MaxToken}}
-	case a.Start < a.End:
-		return [][2]ring.Token{{a.Start + 1, a.End}}
-	}
-	out := [][2]ring.Token{{ring.MinToken, a.End}}
-	if a.Start != ring.MaxToken {
-		out = append(out, [2]ring.Token{a.Start + 1, ring.MaxToken})
-	}
-	return out
 }
 
 // start starts a repair in the background, or returns admin.ErrRepairRunning.

@@ -362,61 +362,58 @@ func appendLefts(dst []uint64, t *Tree, s, k int) []uint64 {
 // to send back.
 func (in *initiator) merge(shape Shape, rows []row.Mutation) ([]row.Mutation, error) {
 	in.stats.RowsReceived += int64(len(rows))
-	back, err := mergeInto(in.st, shape, rows)
+	back, sizes, err := mergeInto(in.st, shape, rows)
 	if err != nil {
 		return nil, err
 	}
 	for i := range rows {
-		in.note(ring.EngineKey(rows[i].Key), nil)
+		in.differing[string(ring.EngineKey(rows[i].Key))] = sizes[i]
 	}
 	return back, nil
 }
 
-// note records the size of the newest version of ekey's row: r when given (a row sent
-// as the newer version), else what the store holds now (a merge).
+// note records the size of the newest version of the row of ekey: r, a row sent as the
+// newer version.
 func (in *initiator) note(ekey []byte, r *row.Row) {
-	if r == nil {
-		stored, found, err := in.st.Get(ekey)
-		if err != nil || !found {
-			return
-		}
-		r = &stored
-	}
 	in.differing[string(ekey)] = len(row.AppendEncode(nil, r))
 }
 
 // mergeInto applies rows (client keys) to st and returns, for each whose merge with what
-// st held differs from the row received, the merge (the sender lacks part of it).
-func mergeInto(st Store, shape Shape, rows []row.Mutation) ([]row.Mutation, error) {
-	var back []row.Mutation
+// st held differs from the row received, the merge (the sender lacks part of it), and
+// the encoded size of the merge each row leaves in st.
+func mergeInto(st Store, shape Shape, rows []row.Mutation) (back []row.Mutation, sizes []int, err error) {
+	sizes = make([]int, len(rows))
 	ms := make([]row.Mutation, 0, len(rows))
 	for i := range rows {
 		if err := row.ValidateKey(rows[i].Key); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
 		if err := rows[i].Row.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: row of %q: %w", ErrProtocol, rows[i].Key, err)
+			return nil, nil, fmt.Errorf("%w: row of %q: %w", ErrProtocol, rows[i].Key, err)
 		}
 		if !shape.Contains(ring.TokenOf(rows[i].Key)) {
-			return nil, fmt.Errorf("%w: row of %q outside the range", ErrProtocol, rows[i].Key)
+			return nil, nil, fmt.Errorf("%w: row of %q outside the range", ErrProtocol, rows[i].Key)
 		}
 		ek := ring.EngineKey(rows[i].Key)
 		own, found, err := st.Get(ek)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		received := row.AppendEncode(nil, &rows[i].Row)
+		sizes[i] = len(received)
 		if found {
 			m := row.Merge(own, rows[i].Row)
-			if !bytes.Equal(row.AppendEncode(nil, &m), row.AppendEncode(nil, &rows[i].Row)) {
+			if merged := row.AppendEncode(nil, &m); !bytes.Equal(merged, received) {
 				back = append(back, row.Mutation{Key: rows[i].Key, Row: m})
+				sizes[i] = len(merged)
 			}
 		}
 		ms = append(ms, row.Mutation{Key: ek, Row: rows[i].Row})
 	}
 	if len(ms) == 0 {
-		return nil, nil
+		return nil, sizes, nil
 	}
-	return back, st.Apply(ms)
+	return back, sizes, st.Apply(ms)
 }
 
 // Responder answers the sessions peers open with this replica. Safe for concurrent use;
@@ -688,7 +685,7 @@ func (s *responderSession) leaves(st Store, req *wire.RepairRequest) (wire.Repai
 // rows merges the initiator's rows and answers with the merges it lacks, then with more
 // of the rows this side gives.
 func (s *responderSession) rows(st Store, req *wire.RepairRequest) (wire.RepairResponse, error) {
-	back, err := mergeInto(st, s.shape, req.Rows)
+	back, _, err := mergeInto(st, s.shape, req.Rows)
 	if err != nil {
 		return wire.RepairResponse{}, err
 	}

@@ -44,7 +44,7 @@ func TestLeafTokenRangesHoldExactlyTheirTokens(t *testing.T) {
 				continue // an empty leaf of a range narrower than its leaves
 			}
 			for _, tok := range []ring.Token{lo + 1, lo + 2, hi - 1, hi} {
-				if inArc(lo, hi, tok) {
+				if (Shape{Start: lo, End: hi}).Contains(tok) {
 					if got := leaf(tok); got != j {
 						t.Fatalf("trial %d: %+v depth %d: token %d of leaf %d's (%d, %d] is in leaf %d", trial, s, d, tok, j, lo, hi, got)
 					}
@@ -59,10 +59,39 @@ func TestLeafTokenRangesHoldExactlyTheirTokens(t *testing.T) {
 	}
 }
 
-// inArc reports whether tok lies in the ring range (lo, hi] (the whole ring when equal).
-func inArc(lo, hi, tok ring.Token) bool {
-	if lo == hi {
-		return true
+// A token lies in both of two ring ranges exactly when it lies in one piece of their
+// Intersect, for random ranges (whole ring, wrapping or not) and tokens near their ends.
+func TestIntersectHoldsTheTokensOfBothRanges(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("KURA_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	return uint64(tok-lo-1) < uint64(hi-lo)
+	t.Logf("seed %d (KURA_SEED to repeat)", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	shape := func() Shape {
+		s := Shape{Start: ring.Token(rng.Uint64()), End: ring.Token(rng.Uint64())}
+		switch rng.IntN(4) {
+		case 0:
+			s.End = s.Start
+		case 1:
+			s.End = s.Start + ring.Token(1+rng.IntN(1000))
+		}
+		return s
+	}
+	for trial := range 2000 {
+		a, b := shape(), shape()
+		parts := a.Intersect(b)
+		for _, tok := range []ring.Token{a.Start, a.Start + 1, a.End, a.End + 1, b.Start, b.Start + 1, b.End, b.End + 1,
+			ring.MinToken, ring.MaxToken, ring.Token(rng.Uint64())} {
+			in := 0
+			for _, p := range parts {
+				if p.Contains(tok) {
+					in++
+				}
+			}
+			if want := a.Contains(tok) && b.Contains(tok); (in == 1) != want || in > 1 {
+				t.Fatalf("trial %d: token %d in %d pieces of %+v ∩ %+v = %+v, want in both: %v", trial, tok, in, a, b, parts, want)
+			}
+		}
+	}
 }

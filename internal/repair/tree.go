@@ -32,6 +32,35 @@ func (s Shape) Contains(t ring.Token) bool {
 	return uint64(t-s.Start-1) < uint64(s.End-s.Start)
 }
 
+// Intervals returns the range's tokens as inclusive intervals [lo, hi] of the token
+// line: one, or two when the range wraps past MaxToken.
+func (s Shape) Intervals() [][2]ring.Token {
+	switch {
+	case s.Start == s.End:
+		return [][2]ring.Token{{ring.MinToken, ring.MaxToken}}
+	case s.Start < s.End:
+		return [][2]ring.Token{{s.Start + 1, s.End}}
+	}
+	out := [][2]ring.Token{{ring.MinToken, s.End}}
+	if s.Start != ring.MaxToken {
+		out = append(out, [2]ring.Token{s.Start + 1, ring.MaxToken})
+	}
+	return out
+}
+
+// Intersect returns the ring ranges that lie in both s and o (Depth left 0).
+func (s Shape) Intersect(o Shape) []Shape {
+	var out []Shape
+	for _, x := range s.Intervals() {
+		for _, y := range o.Intervals() {
+			if lo, hi := max(x[0], y[0]), min(x[1], y[1]); lo <= hi {
+				out = append(out, Shape{Start: lo - 1, End: hi}) // lo-1 wraps at MinToken, as the ring does
+			}
+		}
+	}
+	return out
+}
+
 // offset returns t's position in the range, 0 for the first token after Start.
 func (s Shape) offset(t ring.Token) uint64 { return uint64(t - s.Start - 1) }
 
