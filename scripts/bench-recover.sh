@@ -23,6 +23,9 @@
 # RECOVERY_TIMEOUT (1800 [300] s: a recovery not finished by then fails the run, leaving
 # each survivor's /cluster in cluster-stuck-K.json), SERVER_FLAGS (more kura server flags,
 # e.g. --durability=periodic), KURA_BIN (a kura binary instead of building this tree's),
+# PROFILE (1: CPU profiles of every node, the before window's last 10 s and the recovery's
+# first 15 s, in the run's directory as cpu-before-nK.pprof and cpu-during-nK.pprof, and
+# each survivor's /debug/store once the recovery is over, store-after-nK.txt),
 # LABEL (a prefix of the runs' names, e.g. the binary's commit), KEEP (1 keeps the work
 # directory), REPORT (the report's path: docs/bench/recover.md
 # [OUT/recover.md]).
@@ -236,6 +239,10 @@ run_once() {
   TIMELINE=$!
   "$HELPER" load -targets "$(survivors)" -records "$RECORDS" -rate "$RATE" -out "$r/ops.log" >"$r/load.txt" 2>&1 &
   LOADER=$!
+  if [ "${PROFILE:-0}" = 1 ]; then
+    # A CPU profile of every node over the before window's last 10 s.
+    (sleep $((BEFORE_S - 7)); for k in "${!PIDS[@]}"; do curl -sf -m 30 "http://$(admin "$k")/debug/pprof/profile?seconds=10" >"$r/cpu-before-n$k.pprof" & done; wait) &
+  fi
   sleep $((BEFORE_S + 3))
   local uptime_before voter t_kill t_remove="" t_settled t_stop epoch="" out
   uptime_before=$(uptime)
@@ -252,6 +259,10 @@ run_once() {
     t_remove=$(date +%s%N)
     if out=$("$KURA" admin removenode "${ids[$VIC]}" --admin "$(admin 1)" 2>&1); then
       echo "$out" >"$r/removenode.txt"
+      if [ "${PROFILE:-0}" = 1 ]; then
+        # And over the recovery's first 15 s.
+        for k in "${!PIDS[@]}"; do curl -sf -m 40 "http://$(admin "$k")/debug/pprof/profile?seconds=15" >"$r/cpu-during-n$k.pprof" & done
+      fi
       epoch=$(sed -n 's/.*started at epoch \([0-9]*\).*/\1/p' <<<"$out")
       break
     fi
@@ -270,6 +281,9 @@ run_once() {
     return 2
   fi
   t_settled=$(date +%s%N)
+  if [ "${PROFILE:-0}" = 1 ]; then
+    for k in "${!PIDS[@]}"; do curl -sf -m 10 "http://$(admin "$k")/debug/store" >"$r/store-after-n$k.txt" || true; done
+  fi
   for k in "${!PIDS[@]}"; do scrape "$r/metrics-after-$k.txt" "$k"; done
   curl -sf "http://$(admin 1)/cluster" >"$r/cluster-after.json"
   sleep "$AFTER_S"

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuradb/kura/internal/config"
+	"github.com/kuradb/kura/internal/lowprio"
 	"github.com/kuradb/kura/internal/node"
 )
 
@@ -48,6 +49,9 @@ func runServer(cfg config.Config) error {
 	}
 	if pct := cfg.EffectiveGCPercent(os.Getenv("GOGC")); pct > 0 {
 		debug.SetGCPercent(pct)
+	}
+	if n := node.LowPriorityThreads(cfg); n > 0 {
+		log.Info("background work at low CPU priority", "gomaxprocs", lowprio.Reserve(n))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hlc"
+	"github.com/kuradb/kura/internal/lowprio"
 	"github.com/kuradb/kura/internal/ring"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
@@ -37,6 +38,9 @@ type Handler struct {
 	// them (stream.Limiter). Nil: unpaced. Client scans (MethodScanRead) and refills
 	// (scans without the flag, or of version 1) are never paced.
 	StreamPacer Pacer
+	// Background, when set, reads and encodes the stream pages (not refills' or clients'
+	// scans) at low CPU priority, so that the foreground's requests take the CPU first.
+	Background *lowprio.Lane
 
 	streamSent atomic.Int64 // encoded stream pages sent (StreamBytesSent)
 	refilling  atomic.Bool
@@ -158,11 +162,21 @@ func (h *Handler) scan(ctx context.Context, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.Scan(req)
+	var b []byte
+	work := func() {
+		var resp wire.ScanResponse
+		if resp, err = h.Scan(req); err == nil {
+			b = wire.AppendScanResponseVersion(nil, &resp, req.Version)
+		}
+	}
+	if req.Stream {
+		h.Background.Do(work)
+	} else {
+		work()
+	}
 	if err != nil {
 		return nil, err
 	}
-	b := wire.AppendScanResponseVersion(nil, &resp, req.Version)
 	if req.Stream && h.StreamPacer != nil {
 		if err := h.StreamPacer.Wait(ctx, len(b)); err != nil {
 			return nil, fmt.Errorf("replica: scan: waiting for the stream send limit: %w", err)

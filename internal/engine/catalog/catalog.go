@@ -37,6 +37,9 @@ type Options struct {
 	BTreeWriteBufferBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
+	// LSMLowPriorityCompactions runs the lsm engine's compactions at the lowest CPU
+	// priority (lsm.Options.LowPriorityCompactions).
+	LSMLowPriorityCompactions bool
 	// LSMBlockSizeBytes is the lsm engine's sstable block size (0: the engine's default;
 	// lsm.Options.BlockSizeBytes).
 	LSMBlockSizeBytes int
@@ -119,16 +122,17 @@ func Role(name string) ring.Role {
 // caches scaled by cacheShare and the memtable by memShare (1 for a plain lsm engine).
 func lsmOptions(o Options, eo engine.Options, cacheShare, memShare float64) lsm.Options {
 	return lsm.Options{
-		Options:           eo,
-		CacheSizeBytes:    scale(o.LSMCacheSizeBytes, cacheShare),
-		RowCacheBytes:     scale(o.LSMRowCacheBytes, cacheShare),
-		MemTableSizeBytes: uint64(scale(o.LSMMemTableSizeBytes, memShare)),
-		BlockSizeBytes:    o.LSMBlockSizeBytes,
-		WALDir:            o.LSMWALDir,
-		WALFailoverDir:    o.LSMWALFailoverDir,
-		SecondDir:         o.LSMSecondDir,
-		SecondDirPolicy:   o.LSMSecondDirPolicy,
-		Logger:            o.Logger,
+		Options:                eo,
+		CacheSizeBytes:         scale(o.LSMCacheSizeBytes, cacheShare),
+		RowCacheBytes:          scale(o.LSMRowCacheBytes, cacheShare),
+		MemTableSizeBytes:      uint64(scale(o.LSMMemTableSizeBytes, memShare)),
+		BlockSizeBytes:         o.LSMBlockSizeBytes,
+		LowPriorityCompactions: o.LSMLowPriorityCompactions,
+		WALDir:                 o.LSMWALDir,
+		WALFailoverDir:         o.LSMWALFailoverDir,
+		SecondDir:              o.LSMSecondDir,
+		SecondDirPolicy:        o.LSMSecondDirPolicy,
+		Logger:                 o.Logger,
 	}
 }
 

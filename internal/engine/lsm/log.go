@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kuradb/kura/internal/lowprio"
 )
 
 // pebbleLogger sends pebble's log lines to slog. Pebble's default logger writes to the
@@ -38,9 +40,9 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // eventListener reports pebble events an operator should see. Unset hooks are filled by
 // pebble with no-ops, except DataCorruption, whose default calls Fatalf: corruption found in
 // a background job is logged here and reads of the damaged data return engine.ErrCorrupt.
-func eventListener(l *slog.Logger) *pebble.EventListener {
+func eventListener(l *slog.Logger, lowPriorityFlushes bool) *pebble.EventListener {
 	attr := slog.String("component", "pebble")
-	return &pebble.EventListener{
+	el := &pebble.EventListener{
 		BackgroundError: func(err error) {
 			l.Error("pebble background error", attr, slog.Any("err", err))
 		},
@@ -55,4 +57,10 @@ func eventListener(l *slog.Logger) *pebble.EventListener {
 		},
 		WriteStallEnd: func() { l.Info("pebble write stall ended", attr) },
 	}
+	if lowPriorityFlushes {
+		// Pebble runs each flush on a goroutine of its own (DB.flush), which calls
+		// FlushBegin before its work: its thread is lowered, and ends with it.
+		el.FlushBegin = func(pebble.FlushInfo) { lowprio.LowerThisThread() }
+	}
+	return el
 }

@@ -77,6 +77,12 @@ type Options struct {
 	// another device); see SecondDirPolicy. Both or neither must be set.
 	SecondDir       string
 	SecondDirPolicy SecondDirPolicy
+	// LowPriorityCompactions runs the store's compactions and flushes on threads at the
+	// lowest CPU priority (lowPriorityScheduler, package lowprio), so that on a busy
+	// machine reads and writes take the CPU first; up to two such threads per compaction
+	// may hold a Go P while the kernel holds them back (lowprio.Reserve). A flush's table
+	// writer goroutine, which pebble gives no hook, keeps the process's priority.
+	LowPriorityCompactions bool
 	// CollapseOperands is the number of merge operands a read of one key may merge before
 	// the key is rewritten as one value (see collapser); default 16, negative disables.
 	CollapseOperands int
@@ -307,9 +313,12 @@ func (db *DB) pebbleOptions(cache *pebble.Cache) *pebble.Options {
 		FormatMajorVersion: formatVersion,
 		Merger:             newMerger(func(key []byte) int64 { return db.opts.Horizon(key, db.opts.Clock()) }, db.requestCollapse),
 		Logger:             pebbleLogger{db.opts.Logger},
-		EventListener:      eventListener(db.opts.Logger),
+		EventListener:      eventListener(db.opts.Logger, db.opts.LowPriorityCompactions),
 		// A range deletion reclaims nothing until it is in a table (see DeleteRange).
 		FlushDelayDeleteRange: db.opts.flushDelayDeleteRange,
+	}
+	if db.opts.LowPriorityCompactions {
+		o.Experimental.CompactionScheduler = newLowPriorityScheduler()
 	}
 	if db.opts.WALDir != "" {
 		o.WALDir = db.opts.WALDir

@@ -1,0 +1,16 @@
+package lowprio
+
+import "golang.org/x/sys/unix"
+
+// lowestNice is the nice value of background threads: the lowest priority.
+const lowestNice = 19
+
+// lower sets the calling thread's nice value to lowestNice.
+func lower() error { return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), lowestNice) }
+
+// nice returns the calling thread's nice value.
+func nice() (int, error) {
+	// The raw syscall returns 20 - nice (so that it is never negative).
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	return 20 - p, err
+}
