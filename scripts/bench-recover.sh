@@ -22,7 +22,8 @@
 # (29000: ports BASE+1.. for gossip, +1000 internode, +2000 RESP, +3000 admin),
 # RECOVERY_TIMEOUT (1800 [300] s: a recovery not finished by then fails the run, leaving
 # each survivor's /cluster in cluster-stuck-K.json), SERVER_FLAGS (more kura server flags,
-# e.g. --durability=periodic), KURA_BIN (a kura binary instead of building this tree's),
+# e.g. --durability=periodic), SERVER_GOMAXPROCS (the nodes' GOMAXPROCS, not the load's;
+# --background-priority low adds 3 to the default), KURA_BIN (a kura binary instead of building this tree's),
 # PROFILE (1: CPU profiles of every node, the before window's last 10 s and the recovery's
 # first 15 s, in the run's directory as cpu-before-nK.pprof and cpu-during-nK.pprof, and
 # each survivor's /debug/store once the recovery is over, store-after-nK.txt),
@@ -128,6 +129,7 @@ start_node() {
   (
     [ -z "$cg" ] || echo "$BASHPID" >"$cg/cgroup.procs"
     # bench-join's smaller caches and Go memory limit, so that a node fits its cgroup.
+    [ -z "${SERVER_GOMAXPROCS:-}" ] || export GOMAXPROCS=$SERVER_GOMAXPROCS
     exec "$KURA" server --engine lsm --data-dir "$dir/n$k" --host "h$k" \
       --gossip-listen "127.0.0.1:$(port "$k" 0)" --internode-listen "127.0.0.1:$(port "$k" 1000)" \
       --listen "$(resp "$k")" --admin-listen "$(admin "$k")" \

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cluster"
-	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/elastic"
 	"github.com/kuradb/kura/internal/lowprio"
@@ -109,28 +108,6 @@ type ringLog struct {
 
 // openRingLog opens the node's metadata log in its data directory, taking the Raft
 // connections of mux, and its streamer. The state it saved is known at once.
-// streamLaneWidth is how many stream pages, sent or received, a node works on at once at
-// low CPU priority (--background-priority low).
-const streamLaneWidth = 1
-
-// LowPriorityThreads is how many threads at low CPU priority may hold a Go P at once in
-// a node that cfg configures: the stream lane's, and two per lsm store compacting (a
-// compaction and its table writer; pebble runs one at a time per store). The binary
-// raises GOMAXPROCS by it (lowprio.Reserve); 0 unless --background-priority is low.
-func LowPriorityThreads(cfg config.Config) int {
-	if cfg.BackgroundPriority != "low" {
-		return 0
-	}
-	stores := 0
-	if cfg.Engine == "lsm" {
-		stores = 1
-		if cfg.Tiered() {
-			stores = 2
-		}
-	}
-	return streamLaneWidth + 2*stores
-}
-
 func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	rl := &ringLog{c: c, kick: make(chan struct{}, 1), running: map[stream.TransferID]context.CancelFunc{}, merging: map[stream.TransferID]bool{},
 		failed: map[stream.TransferID]string{}, finished: map[stream.TransferID]bool{}, first: map[ring.NodeID]time.Time{}, downSince: map[ring.NodeID]time.Time{},
@@ -138,12 +115,9 @@ func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	rl.limit.Store(c.cfg.StreamLimit)
 	rl.factor.Store(math.Float64bits(1))
 	c.handler.StreamPacer = rl.send
-	var lane *lowprio.Lane
 	if c.cfg.BackgroundPriority == "low" {
-		// One page at a time, on a P of its own (see lowPriorityProcs).
-		lane = lowprio.New(streamLaneWidth)
+		c.handler.Background = lowprio.New(streamLaneWidth) // on a P of its own: LowPriorityThreads
 	}
-	c.handler.Background = lane
 	var err error
 	rl.log, err = metalog.Open(filepath.Join(c.dir, "meta"), metalog.Config{ID: c.self, Addr: c.ln.Addr().String(),
 		Listener: raftLn, Call: c.callAddr, OnState: rl.onState, Logger: c.log.With("part", "metalog")})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/internal/engine/catalog"
+	"github.com/kuradb/kura/internal/lowprio"
 	"github.com/kuradb/kura/internal/row"
 	"github.com/kuradb/kura/internal/wire"
 )
@@ -24,7 +25,8 @@ func (p *pacer) Wait(_ context.Context, n int) error {
 
 // A scan is answered in the version it was asked in (a node that predates version 2 gets
 // the page it reads), and only a stream's pages (version 2, Stream set) wait for the
-// send limit, by their encoded size: refills and clients' scans are not paced.
+// send limit, by their encoded size, and only they are read on the background lane (low
+// CPU priority): refills and clients' scans are neither paced nor lowered.
 func TestReplicaAnswersScansInTheirVersionAndPacesOnlyStreams(t *testing.T) {
 	eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
 	if err != nil {
@@ -32,7 +34,8 @@ func TestReplicaAnswersScansInTheirVersionAndPacesOnlyStreams(t *testing.T) {
 	}
 	defer eng.Close()
 	p := &pacer{}
-	h := &Handler{Engine: eng, StreamPacer: p}
+	lane := lowprio.New(1)
+	h := &Handler{Engine: eng, StreamPacer: p, Background: lane}
 	now := time.Now().UnixMicro()
 	if err := h.Write([]row.Mutation{{Key: []byte("a"), Row: cellRow("1", now)}, {Key: []byte("b"), Row: cellRow("2", now)}}); err != nil {
 		t.Fatal(err)
@@ -66,6 +69,9 @@ func TestReplicaAnswersScansInTheirVersionAndPacesOnlyStreams(t *testing.T) {
 		case !c.paced && len(p.bytes) != 0:
 			t.Errorf("%s: paced %v, want not paced", c.name, p.bytes)
 		}
+	}
+	if lowered, failed := lane.Counts(); lowered+failed != 1 {
+		t.Errorf("%d pages read on the background lane, want the stream's one", lowered+failed)
 	}
 	// A page that cannot wait for the limit (the asker's deadline) fails; it is asked again.
 	p.err = context.DeadlineExceeded

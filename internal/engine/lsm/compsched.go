@@ -44,11 +44,11 @@ func (s *lowPriorityScheduler) Register(_ int, db pebble.DBForCompaction) {
 }
 
 func (s *lowPriorityScheduler) Unregister() {
-	close(s.stop)
-	<-s.stopped // no grant after this
 	s.mu.Lock()
-	s.closed = true
+	s.closed = true // no grant from now on
 	s.mu.Unlock()
+	close(s.stop)
+	<-s.stopped // and none in flight
 }
 
 // TrySchedule is called with the DB's mutex held: it takes only its own.
@@ -90,7 +90,7 @@ func (s *lowPriorityScheduler) loop() {
 func (s *lowPriorityScheduler) grant() {
 	for {
 		s.mu.Lock()
-		room := s.db.GetAllowedWithoutPermission() > s.running
+		room := !s.closed && s.db.GetAllowedWithoutPermission() > s.running
 		if room {
 			s.running++ // before Schedule: the compaction may be done before it returns
 		}
