@@ -145,10 +145,13 @@ type Config struct {
 	// foreground's p99 down, which the receivers' compactions, not the streams, drove
 	// (docs/design/rereplication.md, section 7).
 	StreamCPUTarget time.Duration `yaml:"stream_cpu_target"`
-	// BackgroundPriority is the CPU priority of a node's background work: its streams'
-	// pages, sent and received, and its lsm engine's compactions. "low" runs it on
-	// threads at nice 19 (package lowprio), so that on a busy machine the foreground's
-	// requests take the CPU first; "normal" at the process's own.
+	// BackgroundPriority is the CPU priority of a node's background work: its lsm
+	// engine's compactions and flushes, and the stream pages it reads and encodes for its
+	// peers. "low" runs it on threads at nice 19 (package lowprio), so that on a busy
+	// machine the foreground's requests take the CPU first, and adds the threads it may
+	// hold back to GOMAXPROCS; "normal" runs it at the process's own priority. Received
+	// pages are applied at normal priority either way (docs/design/rereplication.md,
+	// section 7).
 	BackgroundPriority string `yaml:"background_priority"`
 	// RepairPeriod is how often the background scheduler repairs each range the node is
 	// the first replica of, with all its other replicas (every node doing the same, every
@@ -323,7 +326,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.JoinBatchWindow, "join-batch-window", c.JoinBatchWindow, "cluster mode with --ring-source=log: nodes that register within this time of the first are planned as one change, so that starting several at once moves each range once")
 	fs.StringVar(&c.Replace, "replace", c.Replace, "cluster mode with --ring-source=log: the ID of a dead node whose tokens this new node takes, streaming them from the surviving replicas")
 	fs.DurationVar(&c.StreamCPUTarget, "stream-cpu-target", c.StreamCPUTarget, "cluster mode: the Go scheduler latency (p99 over 100 ms) above which streams slow down below --stream-limit, to a quarter of it at most, so that the foreground gets the CPU first (e.g. 1ms; 0: streams always run at --stream-limit)")
-	fs.StringVar(&c.BackgroundPriority, "background-priority", c.BackgroundPriority, "CPU priority of background work, the lsm engine's compactions and (in cluster mode) the pages of membership changes' streams: low (threads at nice 19, so that requests take the CPU first) or normal")
+	fs.StringVar(&c.BackgroundPriority, "background-priority", c.BackgroundPriority, "CPU priority of background work, the lsm engine's compactions and flushes and (in cluster mode) the stream pages a node sends: low (threads at nice 19, so that requests take the CPU first) or normal")
 	fs.Int64Var(&c.StreamLimit, "stream-limit", c.StreamLimit, "cluster mode: bytes per second a node sends, and receives, streaming ranges for membership changes (each); changeable on a running node with kura admin; 0 sets no limit")
 	fs.DurationVar(&c.RepairPeriod, "repair-period", c.RepairPeriod, "cluster mode: how often the background scheduler repairs each range this node is the first replica of with its other replicas (anti-entropy, as kura admin repair); 0 turns it off")
 	fs.Int64Var(&c.RepairRowsPerSecond, "repair-rows-per-second", c.RepairRowsPerSecond, "cluster mode: rows per second this node's repairs may scan, as initiator and responder together (background and kura admin repair alike), so that repairs leave the foreground its latency; 0 sets no bound")

@@ -2,9 +2,6 @@ package lowprio
 
 import "golang.org/x/sys/unix"
 
-// lowestNice is the nice value of background threads: the lowest priority.
-const lowestNice = 19
-
 // lower sets the calling thread's nice value to lowestNice.
 func lower() error { return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), lowestNice) }
 

@@ -1,5 +1,5 @@
-// Package lowprio runs background work (a node's streams of ranges, and its LSM's
-// compactions) at the lowest CPU priority the operating system offers, so that on a busy
+// Package lowprio runs background work (the stream pages a node sends, its LSM's
+// compactions and flushes) at the lowest CPU priority the operating system offers, so that on a busy
 // machine the foreground's requests take the CPU first and background work gets what
 // they leave.
 //
@@ -20,6 +20,9 @@ import (
 	"runtime"
 	"sync/atomic"
 )
+
+// lowestNice is the nice value of background threads: the lowest priority.
+const lowestNice = 19
 
 // Lane runs work at low CPU priority, at most Width pieces at once. The zero Lane, and a
 // nil one, runs work on the caller's goroutine at its priority.
@@ -83,7 +86,10 @@ func (l *Lane) Do(fn func()) {
 // with it, and must not hold a P for long (nor ever wait for the foreground) while it
 // is held back.
 func LowerThisThread() bool {
-	if n, err := nice(); err == nil && n == lowestNice {
+	switch n, err := nice(); {
+	case err != nil:
+		return false // no thread priorities here: nothing to lock the goroutine for
+	case n == lowestNice:
 		return true // only a thread locked here is at lowestNice: see the package comment
 	}
 	runtime.LockOSThread()
