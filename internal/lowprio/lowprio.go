@@ -1,7 +1,7 @@
 // Package lowprio runs background work (the stream pages a node sends, its LSM's
-// compactions and flushes) at the lowest CPU priority the operating system offers, so that on a busy
-// machine the foreground's requests take the CPU first and background work gets what
-// they leave.
+// compactions and flushes) at the lowest CPU priority the operating system offers, so
+// that on a busy machine the foreground's requests take the CPU first and background
+// work gets what they leave.
 //
 // Go has no goroutine priorities, but Linux schedules threads, and a thread's nice value
 // is its own: a goroutine locked to a thread (runtime.LockOSThread) whose nice is 19
@@ -90,7 +90,7 @@ func LowerThisThread() bool {
 	case err != nil:
 		return false // no thread priorities here: nothing to lock the goroutine for
 	case n == lowestNice:
-		return true // only a thread locked here is at lowestNice: see the package comment
+		return true // lowered here before (or the whole process runs at lowestNice)
 	}
 	runtime.LockOSThread()
 	if lower() != nil {

@@ -14,9 +14,9 @@ import (
 // on every flush and every 100 ms) and lowers the threads they run on to the lowest CPU
 // priority (lowprio.LowerThisThread): a compaction's goroutines, its own and each output
 // table's block writer, call the grant handle (Started, then MeasureCPU every 128 keys or
-// every block), and each lowers its thread at its first call. Pebble starts a goroutine per compaction and per table writer, which ends with
-// it, so the lowered threads end with them (see package lowprio). Flushes are not
-// compactions and keep the process's priority: they free the memtables writes wait for.
+// every block), and each lowers its thread at its first call. Pebble starts a goroutine
+// per compaction and per table writer, which ends with it, so the lowered threads end
+// with them (see package lowprio). Flushes are lowered apart from it (eventListener).
 //
 // Granting follows pebble's ConcurrencyLimitScheduler, simplified: only the scheduler's
 // own goroutine grants (after a poke from Done or UpdateGetAllowedWithoutPermission, or
