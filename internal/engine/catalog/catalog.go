@@ -37,8 +37,8 @@ type Options struct {
 	BTreeWriteBufferBytes int64
 	// LSMMemTableSizeBytes is the lsm engine's memtable size (0: the engine's default).
 	LSMMemTableSizeBytes int64
-	// LSMLowPriorityCompactions runs the lsm engine's compactions at the lowest CPU
-	// priority (lsm.Options.LowPriorityCompactions).
+	// LSMLowPriorityCompactions runs the lsm engine's compactions and flushes at the
+	// lowest CPU priority (lsm.Options.LowPriorityCompactions).
 	LSMLowPriorityCompactions bool
 	// LSMBlockSizeBytes is the lsm engine's sstable block size (0: the engine's default;
 	// lsm.Options.BlockSizeBytes).
