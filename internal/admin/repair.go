@@ -96,8 +96,7 @@ func (cfg *Config) serveRepair(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no repair has run on this node since it started\n", http.StatusNotFound)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(st)
+		writeJSON(w, st)
 	case http.MethodPost:
 		var req RepairRequest
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
@@ -117,16 +116,14 @@ func (cfg *Config) serveRepair(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error()+"\n", http.StatusBadRequest)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(st)
+		writeJSON(w, st)
 	case http.MethodDelete:
 		st, ok := cfg.RepairStop()
 		if !ok {
 			http.Error(w, "no repair is running on this node\n", http.StatusConflict)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(st)
+		writeJSON(w, st)
 	default:
 		http.Error(w, "GET the repair's status, POST a repair request or DELETE the running repair\n", http.StatusMethodNotAllowed)
 	}

@@ -101,6 +101,12 @@ func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 const notClustered = "not in cluster mode (start with --gossip-listen)\n"
 
+// writeJSON answers v as JSON.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
 // serveCluster answers /cluster.
 func (cfg *Config) serveCluster(w http.ResponseWriter, _ *http.Request) {
 	st, ok := cfg.Cluster()
@@ -108,8 +114,7 @@ func (cfg *Config) serveCluster(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, notClustered, http.StatusNotFound)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(st)
+	writeJSON(w, st)
 }
 
 // serveRebuild starts a rebuild of this node's replica from its peers (POST).

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -140,8 +139,7 @@ func (cfg *Config) serveTiers(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET the tiers, or POST budget_bytes=N to change the fast tier's budget\n", http.StatusMethodNotAllowed)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(t.Status(time.Now()))
+	writeJSON(w, t.Status(time.Now()))
 }
 
 // tierCollector exports a tiered engine's figures at scrape time.

@@ -23,16 +23,6 @@ import (
 	"github.com/kuradb/kura/internal/wire"
 )
 
-// testSeed returns KURA_SEED or a fresh seed, logged so that a failure can be repeated.
-func testSeed(t *testing.T) uint64 {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KURA_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (KURA_SEED to repeat)", seed)
-	return seed
-}
-
 // openMemory returns a memory engine whose clock reads now.
 func openMemory(t testing.TB, now int64) engine.Engine {
 	t.Helper()
@@ -290,7 +280,7 @@ func timestamps(rng *rand.Rand, n int) func() int64 {
 // both: what one replica holds that was given every write of both. A second session then
 // finds the roots equal.
 func TestRepairLeavesBothReplicasWithTheMergeOfBoth(t *testing.T) {
-	seed := testSeed(t)
+	seed := repair.SeedForTest(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	const now = 1200 // some cells expired; tombstones all within the grace period
 	for trial := range 200 {
@@ -363,7 +353,7 @@ func openEngines(t *testing.T, now int64) []engine.Engine {
 // An lsm, a btree and a memory replica of the same ranges compare equal when they hold
 // the same data (one message, no rows), and converge when they do not.
 func TestRepairAcrossEngines(t *testing.T) {
-	seed := testSeed(t)
+	seed := repair.SeedForTest(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	const now = 1200
 	es := openEngines(t, now)
@@ -447,7 +437,7 @@ func TestRepairSendsLittleMoreThanTheRowsThatDiffer(t *testing.T) {
 			t.Fatalf("KURA_REPAIR_ROWS: %v", err)
 		}
 	}
-	seed := testSeed(t)
+	seed := repair.SeedForTest(t)
 	for _, share := range []float64{0, 0.001, 0.01, 0.1} {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		a, b := openMemory(t, 1e9), openMemory(t, 1e9)

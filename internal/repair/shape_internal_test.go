@@ -14,12 +14,7 @@ import (
 // ranges (whole ring, wrapping or not) and depths, each token near a leaf's bounds is in
 // the leaf tokensOf says, and the leaves tile the range.
 func TestLeafTokenRangesHoldExactlyTheirTokens(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KURA_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (KURA_SEED to repeat)", seed)
-	rng := rand.New(rand.NewPCG(seed, 4))
+	rng := rand.New(rand.NewPCG(SeedForTest(t), 4))
 	for trial := range 2000 {
 		s := Shape{Start: ring.Token(rng.Uint64()), End: ring.Token(rng.Uint64())}
 		switch trial % 4 {
@@ -62,12 +57,7 @@ func TestLeafTokenRangesHoldExactlyTheirTokens(t *testing.T) {
 // A token lies in both of two ring ranges exactly when it lies in one piece of their
 // Intersect, for random ranges (whole ring, wrapping or not) and tokens near their ends.
 func TestIntersectHoldsTheTokensOfBothRanges(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KURA_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (KURA_SEED to repeat)", seed)
-	rng := rand.New(rand.NewPCG(seed, 5))
+	rng := rand.New(rand.NewPCG(SeedForTest(t), 5))
 	shape := func() Shape {
 		s := Shape{Start: ring.Token(rng.Uint64()), End: ring.Token(rng.Uint64())}
 		switch rng.IntN(4) {
@@ -94,4 +84,15 @@ func TestIntersectHoldsTheTokensOfBothRanges(t *testing.T) {
 			}
 		}
 	}
+}
+
+// SeedForTest returns KURA_SEED or a fresh seed, logged so that a failure can be
+// repeated. Exported from this internal test file for the package's external tests too.
+func SeedForTest(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("KURA_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (KURA_SEED to repeat)", seed)
+	return seed
 }
