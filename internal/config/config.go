@@ -87,7 +87,10 @@ type Config struct {
 	Host string `yaml:"host"`
 	Rack string `yaml:"rack"`
 
-	GossipListen      string        `yaml:"gossip_listen"`
+	GossipListen string `yaml:"gossip_listen"`
+	// GossipKeyringFile holds the keys that encrypt and authenticate gossip
+	// (membership.ParseKeyring); re-read while the node runs, to roll a key.
+	GossipKeyringFile string        `yaml:"gossip_keyring_file"`
 	InternodeListen   string        `yaml:"internode_listen"`
 	Seeds             string        `yaml:"seeds"`
 	ReplicationFactor int           `yaml:"replication_factor"`
@@ -303,6 +306,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Host, "host", c.Host, "label of the machine this node runs on: replicas are never placed on two nodes of one host, and several kura nodes may share a machine; empty means the machine's hostname")
 	fs.StringVar(&c.Rack, "rack", c.Rack, "label of the rack (or failure domain) the host is in; rack-aware placement spreads replicas over racks")
 	fs.StringVar(&c.GossipListen, "gossip-listen", c.GossipListen, "cluster mode: address (TCP and UDP) for gossip with the other nodes; empty runs a single node")
+	fs.StringVar(&c.GossipKeyringFile, "gossip-keyring-file", c.GossipKeyringFile, "cluster mode: file of base64 keys (16, 24 or 32 bytes, one per line, `kura cert create-gossip-key` makes one) that encrypt and authenticate gossip with AES-GCM; the first is used to send, all are accepted. Gossip without a valid key is dropped. The node re-reads the file when it changes, so a key rolls on a running cluster by adding it on every node, then moving it first, then removing the old one (docs/design/security.md). Empty: gossip in the clear")
 	fs.StringVar(&c.InternodeListen, "internode-listen", c.InternodeListen, "cluster mode: address other nodes send replica reads and writes to")
 	fs.StringVar(&c.Seeds, "seeds", c.Seeds, "cluster mode: comma-separated gossip addresses of nodes to join through; empty starts a new cluster")
 	fs.IntVar(&c.ReplicationFactor, "replication-factor", c.ReplicationFactor, "cluster mode: copies of every key")

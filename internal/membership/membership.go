@@ -40,7 +40,10 @@ type Config struct {
 	// OnChange, if set, is called after the view changed (from a memberlist goroutine,
 	// without locks held). It must not block.
 	OnChange func()
-	Logger   *slog.Logger
+	// Keys, when set, encrypt and authenticate gossip (primary first; see ParseKeyring):
+	// messages without a valid key are dropped, and nothing is sent in the clear.
+	Keys   [][]byte
+	Logger *slog.Logger
 }
 
 // Gossip is a running member. Safe for concurrent use.
@@ -49,6 +52,8 @@ type Gossip struct {
 	mlp   atomic.Pointer[memberlist.Memberlist] // ml for memberlist's own goroutines, which start inside Create
 	queue *memberlist.TransmitLimitedQueue
 	cfg   Config
+	// keyring is memberlist's, when gossip is encrypted; SetKeys changes it.
+	keyring *memberlist.Keyring
 
 	mu   sync.Mutex
 	view *cluster.View
@@ -100,6 +105,13 @@ func Start(cfg Config, view *cluster.View) (*Gossip, error) {
 	mc.Delegate = (*delegate)(g)
 	mc.Events = (*events)(g)
 	mc.Logger = log.New(io.Discard, "", 0)
+	if len(cfg.Keys) > 0 {
+		// GossipVerifyIncoming and -Outgoing stay on (the default): no plaintext either way.
+		if g.keyring, err = memberlist.NewKeyring(cfg.Keys, cfg.Keys[0]); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrKeyring, err)
+		}
+		mc.Keyring = g.keyring
+	}
 	g.queue = &memberlist.TransmitLimitedQueue{NumNodes: g.numNodes, RetransmitMult: mc.RetransmitMult}
 	ml, err := memberlist.Create(mc)
 	if err != nil {

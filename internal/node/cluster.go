@@ -158,8 +158,16 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 		self.Status = cluster.Joining
 	}
 	c.handler.SetRefilling(self.Refilling)
+	var keys [][]byte
+	var keyring keyringFile
+	if cfg.GossipKeyringFile != "" {
+		if keys, keyring, err = readKeyring(cfg.GossipKeyringFile); err != nil {
+			c.close(context.Background())
+			return nil, err
+		}
+	}
 	c.gossip, err = membership.Start(membership.Config{Self: self, BindAddr: cfg.GossipListen,
-		OnChange: c.onChange, Logger: log}, view)
+		OnChange: c.onChange, Keys: keys, Logger: log}, view)
 	if err != nil {
 		c.close(context.Background())
 		return nil, err
@@ -179,6 +187,10 @@ func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engin
 	go c.loadLoop()
 	go c.behindLoop()
 	go c.clockLoop()
+	if keys != nil {
+		c.wg.Add(1)
+		go c.keysLoop(keyring)
+	}
 	join := c.join
 	if c.rl != nil {
 		join = c.rl.joinLog

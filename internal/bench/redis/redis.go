@@ -24,11 +24,14 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -40,8 +43,12 @@ import (
 // Target connects benchmark threads to Redis-protocol servers.
 type Target struct {
 	Addrs []string // host:port of every server; thread i uses Addrs[i % len(Addrs)]
-	// Password, when set, is sent with AUTH on every connection.
+	// Password, when set, is sent with AUTH on every connection, with User when that is
+	// set too (AUTH user password).
 	Password string
+	User     string
+	// TLS, when set, makes every connection a TLS one (rediss:// or resps://).
+	TLS *tls.Config
 	// Consistency, when set, is sent as KURA.CONSISTENCY on every connection, so that a
 	// kura cluster serves the run at that consistency level (ONE, TWO, QUORUM, ALL). A
 	// server that does not know the command fails the connection with its error.
@@ -67,8 +74,11 @@ const (
 // Consistency levels kura accepts.
 var consistencyLevels = []string{"ONE", "TWO", "QUORUM", "ALL"}
 
-// ParseURL parses "resp://host:port[,host:port...][?consistency=QUORUM&password=...&record=string&route=token]".
-// A bare "host:port[,...]" is accepted too.
+// ParseURL parses "resp://host:port[,host:port...][?consistency=QUORUM&user=...&password=...&record=string&route=token]".
+// A bare "host:port[,...]" is accepted too. The schemes resps:// and rediss:// connect
+// with TLS; there cacert=FILE gives the CA bundle that verifies the servers (default: the
+// system's), cert=FILE and key=FILE a client certificate, and servername=NAME the name
+// checked in the servers' certificates (default: each address's host).
 func ParseURL(s string) (*Target, error) {
 	if !strings.Contains(s, "://") {
 		s = "resp://" + s
@@ -77,8 +87,8 @@ func ParseURL(s string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis: target %q: %w", s, err)
 	}
-	if u.Scheme != "resp" && u.Scheme != "redis" {
-		return nil, fmt.Errorf("redis: target %q: scheme must be resp:// or redis://", s)
+	if !slices.Contains([]string{"resp", "redis", "resps", "rediss"}, u.Scheme) {
+		return nil, fmt.Errorf("redis: target %q: scheme must be resp://, redis://, resps:// or rediss://", s)
 	}
 	t := &Target{}
 	for _, a := range strings.Split(u.Host, ",") {
@@ -89,11 +99,21 @@ func ParseURL(s string) (*Target, error) {
 	}
 	q := u.Query()
 	for k := range q {
-		if k != "consistency" && k != "password" && k != "record" && k != "route" {
+		if !slices.Contains([]string{"consistency", "user", "password", "record", "route", "cacert", "cert", "key", "servername"}, k) {
 			return nil, fmt.Errorf("redis: target %q: unknown option %q", s, k)
 		}
 	}
-	t.Password = q.Get("password")
+	t.User, t.Password = q.Get("user"), q.Get("password")
+	if t.User != "" && t.Password == "" {
+		return nil, fmt.Errorf("redis: target %q: user needs a password", s)
+	}
+	if u.Scheme == "resps" || u.Scheme == "rediss" {
+		if t.TLS, err = tlsConfig(q.Get("cacert"), q.Get("cert"), q.Get("key"), q.Get("servername")); err != nil {
+			return nil, fmt.Errorf("redis: target %q: %w", s, err)
+		}
+	} else if q.Has("cacert") || q.Has("cert") || q.Has("key") || q.Has("servername") {
+		return nil, fmt.Errorf("redis: target %q: cacert, cert, key and servername need resps:// or rediss://", s)
+	}
 	if c := strings.ToUpper(q.Get("consistency")); c != "" {
 		if !slices.Contains(consistencyLevels, c) {
 			return nil, fmt.Errorf("redis: consistency %q: want one of %s", c, strings.Join(consistencyLevels, ", "))
@@ -115,9 +135,39 @@ func ParseURL(s string) (*Target, error) {
 	return t, nil
 }
 
+// tlsConfig builds a client TLS configuration from the target's files.
+func tlsConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cacert %s holds no PEM certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("cert and key go together")
+	}
+	if certFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
+}
+
 // Name implements bench.Target.
 func (t *Target) Name() string {
-	name := "resp://" + strings.Join(t.Addrs, ",")
+	scheme := "resp://"
+	if t.TLS != nil {
+		scheme = "resps://"
+	}
+	name := scheme + strings.Join(t.Addrs, ",")
 	if t.Route == RouteToken {
 		name += "?route=token"
 	}
@@ -189,14 +239,24 @@ func (c *client) connect(ctx context.Context, addr string) error {
 	if d.Timeout == 0 {
 		d.Timeout = 5 * time.Second
 	}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	var nc net.Conn
+	var err error
+	if c.t.TLS != nil {
+		td := tls.Dialer{NetDialer: &d, Config: c.t.TLS}
+		nc, err = td.DialContext(ctx, "tcp", addr) // the handshake is done on return
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	c.conn, c.addr = newConn(nc), addr
 	c.conns[addr] = c.conn
 	setup := [][]string{}
-	if c.t.Password != "" {
+	switch {
+	case c.t.User != "":
+		setup = append(setup, []string{"AUTH", c.t.User, c.t.Password})
+	case c.t.Password != "":
 		setup = append(setup, []string{"AUTH", c.t.Password})
 	}
 	if c.t.Consistency != "" {

@@ -231,7 +231,12 @@ func TestParseURL(t *testing.T) {
 	if tg, err := ParseURL("127.0.0.1:6380"); err != nil || tg.Name() != "resp://127.0.0.1:6380" {
 		t.Fatalf("bare address: %+v %v", tg, err)
 	}
-	for _, bad := range []string{"http://a:1", "resp://nohost", "resp://a:1?consistency=SOME", "resp://a:1?x=1", "resp://a:1?record=json"} {
+	if tg, err := ParseURL("rediss://a:1?user=u&password=p&servername=kura"); err != nil || tg.TLS == nil || tg.TLS.ServerName != "kura" ||
+		tg.User != "u" || tg.Name() != "resps://a:1" {
+		t.Fatalf("TLS target: %+v %v", tg, err)
+	}
+	for _, bad := range []string{"http://a:1", "resp://nohost", "resp://a:1?consistency=SOME", "resp://a:1?x=1", "resp://a:1?record=json",
+		"resp://a:1?cacert=x", "resps://a:1?cacert=/no/such/file", "resps://a:1?cert=c.pem", "resp://a:1?user=u"} {
 		if _, err := ParseURL(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
