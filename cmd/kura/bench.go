@@ -67,7 +67,7 @@ value each, written blind with SET: use it with writeallfields=true), cql://host
   kura bench run --workload a --rate 5000 --duration 60s        # open loop at 5,000 ops/s
   kura bench report bench-results --out report`,
 	}
-	cmd.AddCommand(newBenchPhaseCmd(bench.PhaseLoad), newBenchPhaseCmd(bench.PhaseRun), newBenchReportCmd(), newBenchOracleCmd())
+	cmd.AddCommand(newBenchPhaseCmd(bench.PhaseLoad), newBenchPhaseCmd(bench.PhaseRun), newBenchReportCmd(), newBenchOracleCmd(), newBenchConnectCmd())
 	return cmd
 }
 
