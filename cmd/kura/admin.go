@@ -27,6 +27,7 @@ func newAdminCmd() *cobra.Command {
 		Short: "Inspect a running cluster through a node's admin address (like nodetool)",
 	}
 	cmd.PersistentFlags().StringVar(&addr, "admin", "127.0.0.1:9380", "admin address (host:port) of any node")
+	bindAdminAuth(cmd.PersistentFlags())
 	for _, sub := range []struct {
 		use, short string
 		print      func(io.Writer, *admin.ClusterStatus)
@@ -135,14 +136,14 @@ func adminDo(ctx context.Context, method, addr, path string, body []byte, timeou
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	req, err := adminCreds.request(ctx, method, addr, path, rd)
 	if err != nil {
 		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminCreds.do(req)
 	if err != nil {
 		return nil, fmt.Errorf("admin %s: %w", addr, err)
 	}

@@ -99,12 +99,12 @@ func postTopology(ctx context.Context, out io.Writer, addr string, req admin.Top
 	// A change is proposed to the metadata log, which may wait for a leader.
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/topology", bytes.NewReader(body))
+	hr, err := adminCreds.request(ctx, http.MethodPost, addr, "/topology", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(hr)
+	resp, err := adminCreds.do(hr)
 	if err != nil {
 		return fmt.Errorf("admin %s: %w", addr, err)
 	}

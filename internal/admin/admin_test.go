@@ -256,3 +256,66 @@ func TestRepairMarksInStatusAndMetrics(t *testing.T) {
 		t.Errorf("repair gauges after the marks were cleared: %v", got)
 	}
 }
+
+// With Auth set, every endpoint but /metrics and /healthz needs the credentials of a user
+// allowed the admin category: none or wrong ones get 401, a user without the permission
+// 403, and nothing they asked for runs.
+func TestAdminEndpointsRefuseUnauthenticatedChanges(t *testing.T) {
+	eng, err := catalog.Open("memory", t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	rebuilds := 0
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Serve(ln, Config{Engine: eng, Registry: NewRegistry(eng), Draining: func() bool { return false },
+		Rebuild: func() (bool, error) { rebuilds++; return true, nil },
+		Auth: func(user, pass string) error {
+			switch {
+			case user == "root" && pass == "s3cret":
+				return nil
+			case user == "reader" && pass == "pw":
+				return errors.New("admin: user reader has no permissions to run admin commands")
+			}
+			return ErrUnauthenticated
+		}})
+	t.Cleanup(func() { s.Close(context.Background()) })
+	do := func(method, path, user, pass string) int {
+		req, _ := http.NewRequest(method, "http://"+s.Addr()+path, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		method, path, user, pass string
+		want                     int
+	}{
+		{"GET", "/healthz", "", "", http.StatusOK},
+		{"GET", "/metrics", "", "", http.StatusOK},
+		{"POST", "/rebuild", "", "", http.StatusUnauthorized},
+		{"POST", "/rebuild", "root", "wrong", http.StatusUnauthorized},
+		{"POST", "/rebuild", "reader", "pw", http.StatusForbidden},
+		{"GET", "/debug/store", "", "", http.StatusUnauthorized},
+		{"GET", "/debug/pprof/", "", "", http.StatusUnauthorized},
+		{"POST", "/topology", "nobody", "x", http.StatusUnauthorized},
+	} {
+		if got := do(tc.method, tc.path, tc.user, tc.pass); got != tc.want {
+			t.Errorf("%s %s as %q: %d, want %d", tc.method, tc.path, tc.user, got, tc.want)
+		}
+	}
+	if rebuilds != 0 {
+		t.Fatalf("%d rebuilds ran without valid credentials", rebuilds)
+	}
+	if got := do("POST", "/rebuild", "root", "s3cret"); got != http.StatusOK || rebuilds != 1 {
+		t.Fatalf("an admin's rebuild: %d, %d rebuilds", got, rebuilds)
+	}
+}

@@ -49,7 +49,48 @@ type Config struct {
 	Tiers *Tiers
 	// Engine's report of its store answers /debug/store (engine.Reporter).
 	Engine engine.Engine
+	// Auth, when set, guards every endpoint but /metrics and /healthz: a request must
+	// carry HTTP Basic credentials of a user allowed the admin category, which Auth checks
+	// (nil: allowed; ErrUnauthenticated for credentials that do not verify; any other error
+	// for a user who lacks the permission). Nil leaves every endpoint open, as a node
+	// without users is (a node on loopback, or started with --insecure).
+	Auth   func(user, password string) error
 	Logger *slog.Logger
+}
+
+// ErrUnauthenticated is what Config.Auth returns for missing or wrong credentials.
+var ErrUnauthenticated = errors.New("admin: invalid username-password pair or user is disabled")
+
+// openPaths are the endpoints Config.Auth does not guard: Prometheus scrapes /metrics and
+// load balancers probe /healthz without credentials, and neither changes anything.
+var openPaths = map[string]bool{"/metrics": true, "/healthz": true}
+
+// guard wraps h with cfg.Auth's check (see Config.Auth).
+func (cfg *Config) guard(h http.Handler) http.Handler {
+	if cfg.Auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if openPaths[r.URL.Path] {
+			h.ServeHTTP(w, r)
+			return
+		}
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="kura admin", charset="UTF-8"`)
+			http.Error(w, "authentication required: give a user allowed the admin category (kura admin --user NAME --password ...)\n", http.StatusUnauthorized)
+			return
+		}
+		switch err := cfg.Auth(user, pass); {
+		case errors.Is(err, ErrUnauthenticated):
+			w.Header().Set("WWW-Authenticate", `Basic realm="kura admin", charset="UTF-8"`)
+			http.Error(w, err.Error()+"\n", http.StatusUnauthorized)
+		case err != nil:
+			http.Error(w, err.Error()+"\n", http.StatusForbidden)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
 }
 
 // Server serves /metrics, /healthz, /cluster (ClusterStatus as JSON), /tiers
@@ -84,7 +125,7 @@ func Serve(ln net.Listener, cfg Config) *Server {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
+	s := &Server{srv: &http.Server{Handler: cfg.guard(mux), ReadHeaderTimeout: 10 * time.Second}, ln: ln}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			cfg.Logger.Error("admin listener failed", "err", err)
