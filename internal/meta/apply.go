@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,6 +34,8 @@ func (s *State) Apply(e Entry) error {
 		err = next.setVoters(e)
 	case TransfersDone:
 		err = next.transfersDone(e)
+	case SetACL:
+		err = next.setACL(e)
 	default:
 		err = fmt.Errorf("%w: unknown entry %T", ErrInvalid, e)
 	}
@@ -39,6 +43,22 @@ func (s *State) Apply(e Entry) error {
 		return err
 	}
 	*s = *next
+	return nil
+}
+
+// ErrACLChanged refuses a SetACL made from users that have changed since.
+var ErrACLChanged = errors.New("meta: the users changed meanwhile; read them again and retry")
+
+func (s *State) setACL(e SetACL) error {
+	switch {
+	case e.Base != s.ACLVersion:
+		return fmt.Errorf("%w (made at version %d, now %d)", ErrACLChanged, e.Base, s.ACLVersion)
+	case len(e.Users) == 0:
+		return fmt.Errorf("%w: SetACL without users", ErrInvalid)
+	case len(e.Users) > MaxACLBytes:
+		return fmt.Errorf("%w: users of %d bytes (at most %d)", ErrInvalid, len(e.Users), MaxACLBytes)
+	}
+	s.ACL, s.ACLVersion = bytes.Clone(e.Users), s.ACLVersion+1
 	return nil
 }
 

@@ -18,10 +18,21 @@ import (
 // version that can carry it, so a cluster whose nodes run builds that read only version 1
 // keeps working until a change hands tokens off (and the planner hands none off until
 // every member announces it reads version 2: cluster.Member.MetaVersion).
+//
+// Version 3 adds SetACL (the cluster's users); a node proposes one only once every member
+// announces it reads version 3.
 const (
-	EntryVersion    = 2
+	EntryVersion    = 3
 	entryVersionOne = 1
+	// EntryVersionHandoffs and EntryVersionUsers are the versions that first carry
+	// StartChange.Handoffs and SetACL: what every member must announce reading before a
+	// node proposes them.
+	EntryVersionHandoffs = 2
+	EntryVersionUsers    = 3
 )
+
+// MaxACLBytes bounds the encoded users of a SetACL, and so of a State.
+const MaxACLBytes = 1 << 20
 
 // Limits on what a decoder accepts: an entry comes from the log, but a corrupt or
 // hostile one must be an error, not a huge allocation.
@@ -37,7 +48,10 @@ var ErrCorrupt = errors.New("meta: corrupt entry")
 func Encode(e Entry) []byte {
 	version := byte(entryVersionOne)
 	if sc, ok := e.(StartChange); ok && len(sc.Handoffs) > 0 {
-		version = EntryVersion
+		version = EntryVersionHandoffs
+	}
+	if _, ok := e.(SetACL); ok {
+		version = EntryVersionUsers
 	}
 	b := []byte{version, byte(e.kind())}
 	switch e := e.(type) {
@@ -90,6 +104,9 @@ func Encode(e Entry) []byte {
 	case TransfersDone:
 		b = binary.AppendUvarint(b, e.Change)
 		b = appendInts(b, e.Transfers)
+	case SetACL:
+		b = binary.AppendUvarint(b, e.Base)
+		b = appendBytes(b, e.Users)
 	}
 	return b
 }
@@ -98,6 +115,10 @@ func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
 }
 
 func appendIDs(b []byte, ids []ring.NodeID) []byte {
@@ -196,6 +217,11 @@ func Decode(b []byte) (Entry, error) {
 		e = SetVoters{Voters: d.ids()}
 	case kindTransfersDone:
 		e = TransfersDone{Change: d.uvarint(1<<64 - 1), Transfers: d.ints()}
+	case kindSetACL:
+		if d.version < 3 {
+			d.fail("SetACL in an entry of version below 3")
+		}
+		e = SetACL{Base: d.uvarint(1<<64 - 1), Users: d.bytes(MaxACLBytes)}
 	default:
 		return nil, fmt.Errorf("%w: unknown entry kind %d", ErrCorrupt, b[1])
 	}
@@ -295,6 +321,18 @@ func (d *decoder) string() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// bytes reads a length-prefixed byte string of at most limit bytes, copied.
+func (d *decoder) bytes(limit uint64) []byte {
+	n := d.uvarint(limit)
+	if n > uint64(len(d.b)) {
+		d.fail("truncated bytes")
+		return nil
+	}
+	v := append([]byte(nil), d.b[:n]...)
+	d.b = d.b[n:]
+	return v
 }
 
 func (d *decoder) ids() []ring.NodeID {

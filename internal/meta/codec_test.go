@@ -30,6 +30,7 @@ func sampleEntries() []Entry {
 		CancelChange{Change: 7, Transfers: []move.Transfer{tr}, Down: []ring.NodeID{"n1"}},
 		SetVoters{Voters: []ring.NodeID{"n1", "n2", "n4"}},
 		TransfersDone{Change: 7, Transfers: []int{0, 3, 1<<20 - 1}},
+		SetACL{Base: 4, Users: []byte("user default on nopass ~* +@all\x00")},
 	}
 }
 
@@ -149,6 +150,51 @@ func TestStateReadsVersion1(t *testing.T) {
 	}
 }
 
+// A State is written in version 2 until users are recorded, so that a node of an older
+// build can take it as a snapshot; with users it is version 3 and keeps them. A SetACL
+// in an entry below version 3 is corrupt (no such build wrote one).
+func TestUsersAreVersion3OfStateAndEntries(t *testing.T) {
+	s := sampleState(t)
+	if b := EncodeState(s); b[0] != 2 {
+		t.Fatalf("a state without users encoded as version %d, want 2", b[0])
+	}
+	if err := s.Apply(SetACL{Base: 0, Users: []byte("u1")}); err != nil {
+		t.Fatal(err)
+	}
+	b := EncodeState(s)
+	got, err := DecodeState(b)
+	if err != nil || b[0] != 3 || got.ACLVersion != 1 || string(got.ACL) != "u1" || describe(got) != describe(s) {
+		t.Fatalf("version %d decoded as %+v, %v", b[0], got, err)
+	}
+	e := Encode(SetACL{Base: 1, Users: []byte("u2")})
+	e[0] = 2
+	if _, err := Decode(e); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a version 2 SetACL: %v", err)
+	}
+}
+
+// SetACL is a compare-and-set on the users' version: a change made from users that have
+// changed since is refused and changes nothing, so that no change is lost.
+func TestSetACLRefusesAChangeMadeFromOldUsers(t *testing.T) {
+	s := sampleState(t)
+	epoch := s.Epoch
+	if err := s.Apply(SetACL{Base: 0, Users: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(SetACL{Base: 0, Users: []byte("b")}); !errors.Is(err, ErrACLChanged) {
+		t.Fatalf("a second change from version 0: %v", err)
+	}
+	if err := s.Apply(SetACL{Base: 1, Users: nil}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("empty users: %v", err)
+	}
+	if err := s.Apply(SetACL{Base: 1, Users: []byte("c")}); err != nil {
+		t.Fatal(err)
+	}
+	if string(s.ACL) != "c" || s.ACLVersion != 2 || s.Epoch != epoch {
+		t.Fatalf("users %q version %d epoch %d (was %d)", s.ACL, s.ACLVersion, s.Epoch, epoch)
+	}
+}
+
 // FuzzDecodeState: DecodeState never panics, and what it accepts encodes to the same.
 func FuzzDecodeState(f *testing.F) {
 	f.Add(EncodeState(sampleState(f)))
@@ -176,6 +222,9 @@ func TestEntriesWithoutHandoffsStayVersionOne(t *testing.T) {
 		want := byte(1)
 		if isStart && len(sc.Handoffs) > 0 {
 			want = 2
+		}
+		if _, ok := e.(SetACL); ok {
+			want = 3
 		}
 		if b[0] != want {
 			t.Errorf("%T encoded as version %d, want %d", e, b[0], want)

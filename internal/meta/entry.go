@@ -27,6 +27,7 @@ const (
 	kindCancelChange
 	kindSetVoters
 	kindTransfersDone
+	kindSetACL
 )
 
 // Bootstrap is the log's first entry: the placement every node uses and the first
@@ -127,6 +128,19 @@ type TransfersDone struct {
 }
 
 func (TransfersDone) kind() kind { return kindTransfersDone }
+
+// SetACL replaces the cluster's users and their rules (package acl's encoding of a user
+// set, opaque here) with Users, if the users are still at version Base: a proposer reads
+// the users at some version, applies an operator's change to them (ACL SETUSER, DELUSER,
+// LOAD) and proposes the result, and a change made meanwhile by another node refuses it
+// (ErrACLChanged) so that neither change is lost; the proposer reads again and retries.
+// The epoch does not change: the users are not placement.
+type SetACL struct {
+	Base  uint64
+	Users []byte
+}
+
+func (SetACL) kind() kind { return kindSetACL }
 
 func (Bootstrap) kind() kind    { return kindBootstrap }
 func (Register) kind() kind     { return kindRegister }

@@ -428,5 +428,8 @@ func describe(s *State) string {
 		}
 		fmt.Fprintf(&sb, "%s %s/%s %s %s tokens [%s]\n", m.ID, m.Rack, m.Host, m.Role, m.State, strings.Join(toks, " "))
 	}
+	if s.ACLVersion > 0 || s.ACL != nil {
+		fmt.Fprintf(&sb, "users version %d: %q\n", s.ACLVersion, s.ACL)
+	}
 	return sb.String() + describeChange(s.Change)
 }

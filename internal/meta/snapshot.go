@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/kuradb/kura/internal/ring"
@@ -8,13 +9,27 @@ import (
 
 // StateVersion is the version byte an encoded State starts with: the Raft driver's
 // snapshots and a node's saved copy of the metadata are States encoded by EncodeState.
-// Version 2 adds the change's done transfers (Change.Done); DecodeState reads both.
-const StateVersion = 2
+// Version 2 adds the change's done transfers (Change.Done); version 3 the users (ACL,
+// ACLVersion), after the change. DecodeState reads all three. A State is written in the
+// lowest version that can carry it (3 only once users are recorded), so that a node of an
+// older build can still take a snapshot until the cluster's users are first set, which
+// waits for every member to read version 3 entries.
+const StateVersion = 3
 
 // EncodeState returns s's bytes: StateVersion, then every field, so that DecodeState
 // gives back an equal State.
 func EncodeState(s *State) []byte {
-	b := []byte{StateVersion}
+	b := encodeStateV2(s)
+	if s.ACLVersion == 0 && s.ACL == nil {
+		return b
+	}
+	b[0] = 3
+	return appendBytes(binary.AppendUvarint(b, s.ACLVersion), s.ACL)
+}
+
+// encodeStateV2 is EncodeState without the users.
+func encodeStateV2(s *State) []byte {
+	b := []byte{2}
 	b = appendUvarints(b, s.Epoch, uint64(s.RF), s.NextChange)
 	b = appendString(b, s.Strategy)
 	b = appendUvarints(b, uint64(len(s.Members)))
@@ -78,6 +93,9 @@ func DecodeState(b []byte) (*State, error) {
 		s.Change = d.change()
 	default:
 		d.fail("a flag other than 0 or 1")
+	}
+	if d.version >= 3 {
+		s.ACLVersion, s.ACL = d.uvarint(1<<64-1), d.bytes(MaxACLBytes)
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))

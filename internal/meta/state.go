@@ -117,6 +117,12 @@ type State struct {
 	Voters []ring.NodeID
 	// NextChange is one more than the highest change ID ever started: IDs are not reused.
 	NextChange uint64
+	// ACL is the cluster's users and their rules, as package acl encodes them, at
+	// version ACLVersion (the number of SetACL entries applied; 0 and a nil ACL: none
+	// recorded yet, each node uses its own --acl-file or --password). Never modified in
+	// place: SetACL replaces it.
+	ACL        []byte
+	ACLVersion uint64
 }
 
 // Clone returns a deep copy of s.

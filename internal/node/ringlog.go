@@ -469,7 +469,7 @@ func handOffConfig(st *meta.State, members []cluster.Member) (bool, map[ring.Nod
 	ok := true
 	for _, m := range st.Members {
 		g, known := byID[m.ID]
-		if m.State == meta.Normal && known && g.Up && g.MetaVersion < meta.EntryVersion {
+		if m.State == meta.Normal && known && g.Up && g.MetaVersion < meta.EntryVersionHandoffs {
 			ok = false
 		}
 	}
