@@ -26,6 +26,7 @@ func TestHandOffOnlyWhenEveryLiveMemberReadsIt(t *testing.T) {
 		{"all new", []cluster.Member{{ID: "n1", Up: true, MetaVersion: v}, {ID: "n2", Up: true, MetaVersion: v}, {ID: "n3", MetaVersion: 0}}, true},
 		{"an old live member", []cluster.Member{{ID: "n1", Up: true, MetaVersion: v}, {ID: "n2", Up: true}, {ID: "n3"}}, false},
 		{"an old joiner does not count", []cluster.Member{{ID: "n1", Up: true, MetaVersion: v}, {ID: "n2", Up: true, MetaVersion: v}, {ID: "n4", Up: true}}, true},
+		{"a member that reads handoffs but not users", []cluster.Member{{ID: "n1", Up: true, MetaVersion: v}, {ID: "n2", Up: true, MetaVersion: meta.EntryVersionHandoffs}}, true},
 	}
 	for _, c := range cases {
 		if got, _ := handOffConfig(st, c.members); got != c.want {
