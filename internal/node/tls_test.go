@@ -220,7 +220,8 @@ func TestRenewedCertificateIsServedWithoutRestart(t *testing.T) {
 }
 
 // A three-node cluster whose internode port (transport and Raft) is mutual TLS
-// replicates writes and agrees on its ring; each node's certificate names its host.
+// replicates writes and agrees on its ring, and a fourth node joins it, streaming its
+// ranges over TLS; each node's certificate names its host.
 func TestThreeNodeClusterWithTLSInternode(t *testing.T) {
 	certs := newTestCerts(t)
 	start := func(host, seed string) *Node {
@@ -254,6 +255,25 @@ func TestThreeNodeClusterWithTLSInternode(t *testing.T) {
 		if got, err := c3.Get(ctx, k).Int(); err != nil || got != i {
 			t.Fatalf("GET %s through n3: %d %v", k, got, err)
 		}
+	}
+	n4 := start("h4", n1.GossipAddr())
+	eventuallyFor(t, 60*time.Second, "the fourth node joined and its change finished", func() bool {
+		st := n4.cluster.rl.state.Load()
+		return ready(n4, 4) && st.Change == nil && n4.cluster.machine.Epoch() == st.Epoch
+	})
+	// No key was written after n4 joined: the rows it holds were streamed to it, over TLS.
+	it, err := n4.cluster.handler.Engine.NewIterator(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for it.Next() {
+		rows++
+	}
+	it.Close()
+	t.Logf("n4 holds %d rows (20 keys, RF 3, 4 nodes), all streamed", rows)
+	if rows == 0 {
+		t.Fatal("n4 joined with no rows: nothing was streamed to it")
 	}
 	// The internode port speaks TLS alone: a plain call gets nowhere.
 	plain, err := transport.NewClient(n2.cluster.ln.Addr().String(), transport.ClientConfig{})
