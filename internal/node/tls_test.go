@@ -287,3 +287,19 @@ func TestThreeNodeClusterWithTLSInternode(t *testing.T) {
 		t.Fatal("a plain internode call was served with --tls-internode")
 	}
 }
+
+func TestStartWithUnreadableTLSFilesFailsAndLeavesNothingRunning(t *testing.T) {
+	cfg := testConfig(t, "memory")
+	useTLS(&cfg, t.TempDir()) // no files there
+	cfg.TLSPort = 1
+	if _, err := startNode(cfg, quiet(), hooks{tlsListen: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "node.crt") {
+		t.Fatalf("Start with missing certificate files: %v, want an error naming node.crt", err)
+	}
+	// The data directory was unlocked: a node starts on it once the files exist.
+	useTLS(&cfg, newTestCerts(t).node("h1"))
+	n, err := startNode(cfg, quiet(), hooks{tlsListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Shutdown(context.Background())
+}
