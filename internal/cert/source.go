@@ -96,6 +96,11 @@ func NewSource(f Files, o SourceOptions) (*Source, error) {
 func (s *Source) Check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.checkLocked()
+}
+
+// checkLocked is Check with s.mu held.
+func (s *Source) checkLocked() error {
 	s.checked.Store(s.now().UnixNano())
 	st := s.stat()
 	if sameStats(st, s.stats) {
@@ -117,12 +122,17 @@ func (s *Source) Check() error {
 
 // material returns what to serve, looking at the files first when CheckInterval passed.
 func (s *Source) material() *material {
-	now := s.now().UnixNano()
-	if now-s.checked.Load() >= int64(s.interval) {
-		s.Check() // its error is logged; the previous material is kept
+	if s.due() {
+		s.mu.Lock()
+		if s.due() { // not looked at by a handshake that held the lock first
+			s.checkLocked() // its error is logged; the previous material is kept
+		}
+		s.mu.Unlock()
 	}
 	return s.cur.Load()
 }
+
+func (s *Source) due() bool { return s.now().UnixNano()-s.checked.Load() >= int64(s.interval) }
 
 // Certificate returns the certificate served now (it does not look at the files).
 func (s *Source) Certificate() *x509.Certificate { return s.cur.Load().leaf }
@@ -206,8 +216,13 @@ func ParseClientAuth(s string) (ClientAuth, error) {
 // certificate chaining to the CA bundle authenticates a client: which user it is, is
 // for the access rules to say.
 func (s *Source) ServerConfig(auth ClientAuth) *tls.Config {
-	mode := map[ClientAuth]tls.ClientAuthType{RequireClientCert: tls.RequireAndVerifyClientCert,
-		OptionalClientCert: tls.VerifyClientCertIfGiven, NoClientCert: tls.NoClientCert}[auth]
+	mode := tls.RequireAndVerifyClientCert
+	switch auth {
+	case OptionalClientCert:
+		mode = tls.VerifyClientCertIfGiven
+	case NoClientCert:
+		mode = tls.NoClientCert
+	}
 	return s.serverConfig(mode, nil)
 }
 
