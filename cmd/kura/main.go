@@ -26,7 +26,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newBenchCmd(), newSimCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newBenchCmd(), newSimCmd(), newCertCmd(), newVersionCmd())
 	return root
 }
 

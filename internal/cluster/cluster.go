@@ -35,12 +35,14 @@ const (
 
 // Member is one node's entry.
 type Member struct {
-	ID            ring.NodeID  `json:"id"`
-	Host          string       `json:"host"`
-	Rack          string       `json:"rack"`
-	Engine        string       `json:"engine"`
-	Role          ring.Role    `json:"role"`
-	ClientAddr    string       `json:"client_addr"`
+	ID         ring.NodeID `json:"id"`
+	Host       string      `json:"host"`
+	Rack       string      `json:"rack"`
+	Engine     string      `json:"engine"`
+	Role       ring.Role   `json:"role"`
+	ClientAddr string      `json:"client_addr"`
+	// ClientTLSAddr is the member's RESP TLS address (--tls-port), or "" without one.
+	ClientTLSAddr string       `json:"client_tls_addr,omitempty"`
 	InternodeAddr string       `json:"internode_addr"`
 	GossipAddr    string       `json:"gossip_addr"`
 	AdminAddr     string       `json:"admin_addr"`

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +75,19 @@ type Config struct {
 	MaxConnections  int           `yaml:"max_connections"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	KeysLimit       int           `yaml:"keys_limit"`
+
+	// TLS (docs/design/security.md), in Redis's names. TLSPort, when not 0, serves RESP
+	// over TLS on that port of Listen's host, beside Listen's plain port. The
+	// certificate, key and CA bundle serve clients and, with TLSInternode, the internode
+	// port in both directions; they are re-read when they change. TLSAuthClients is
+	// yes (a client certificate chaining to the CA bundle is required; the default),
+	// optional or no.
+	TLSPort        int    `yaml:"tls_port"`
+	TLSCertFile    string `yaml:"tls_cert_file"`
+	TLSKeyFile     string `yaml:"tls_key_file"`
+	TLSCACertFile  string `yaml:"tls_ca_cert_file"`
+	TLSAuthClients string `yaml:"tls_auth_clients"`
+	TLSInternode   bool   `yaml:"tls_internode"`
 
 	SlowlogThreshold time.Duration `yaml:"slowlog_threshold"`
 	SlowlogMaxLen    int           `yaml:"slowlog_max_len"`
@@ -225,6 +239,7 @@ func Default() Config {
 		SlowlogThreshold:       10 * time.Millisecond,
 		SlowlogMaxLen:          128,
 		KeysLimit:              10000,
+		TLSAuthClients:         "yes",
 		LogLevel:               "info",
 		LogFormat:              "text",
 		Rack:                   "rack1",
@@ -301,6 +316,12 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.SlowlogThreshold, "slowlog-threshold", c.SlowlogThreshold, "a command that takes this long or more, from the start of its execution to its reply (store and replicas included), enters the slow log (SLOWLOG GET) and counts as a latency spike (LATENCY LATEST); Redis's slowlog-log-slower-than. 0 logs every command, a negative value none")
 	fs.IntVar(&c.SlowlogMaxLen, "slowlog-max-len", c.SlowlogMaxLen, "how many commands the slow log keeps, the newest (at most 65536)")
 	fs.IntVar(&c.KeysLimit, "keys-limit", c.KeysLimit, "most keys KEYS replies with: a pattern matching more gets an error telling the client to use SCAN, which pages; KEYS reads the whole keyspace (the whole cluster's) whatever the limit, the limit bounds its reply")
+	fs.IntVar(&c.TLSPort, "tls-port", c.TLSPort, "port of a second Redis-protocol listener, on --listen's host, that serves TLS (1.2 and 1.3) with --tls-cert-file; the plain --listen port keeps serving; 0: none")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate the node presents to clients (--tls-port) and, with --tls-internode, to other nodes, as server and as client: a node certificate (kura cert create-node); re-read when it changes, without a restart")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM private key of --tls-cert-file; re-read with it")
+	fs.StringVar(&c.TLSCACertFile, "tls-ca-cert-file", c.TLSCACertFile, "PEM bundle of the CA certificates that clients' and other nodes' certificates must chain to; several CAs during a change of CA (docs/design/security.md); re-read when it changes")
+	fs.StringVar(&c.TLSAuthClients, "tls-auth-clients", c.TLSAuthClients, "what the TLS port asks of clients: yes (a certificate chaining to --tls-ca-cert-file is required), optional (verified if given) or no (none asked for)")
+	fs.BoolVar(&c.TLSInternode, "tls-internode", c.TLSInternode, "cluster mode: mutual TLS on the internode port, Raft's connections included: a peer must present a node certificate (OU kura-node) of the CA bundle, and a node dialing checks that the peer's certificate is a node's and names the host the ring has for it; every node of a cluster must agree")
 	fs.Int64Var(&c.MemoryLimitBytes, "memory-limit-bytes", c.MemoryLimitBytes, "soft limit on the Go runtime's memory (debug.SetMemoryLimit): the garbage collector works harder as the process nears it, which keeps RSS close to the live data, worth setting with the memory engine; 0 leaves the runtime's default (GOMEMLIMIT or none)")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's GOGC: how far the heap may grow past live data before a collection; 0 chooses: 25 with the memory engine (its rows are the heap, and 100 would let RSS reach twice the data), Go's default otherwise; a GOGC environment variable overrides the automatic choice")
 	fs.StringVar(&c.Host, "host", c.Host, "label of the machine this node runs on: replicas are never placed on two nodes of one host, and several kura nodes may share a machine; empty means the machine's hostname")
@@ -422,6 +443,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: admin_listen %q: %w", ErrInvalid, c.AdminListen, err)
 		}
 	}
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
 	if c.Durability != "sync" && c.Durability != "periodic" {
 		return fmt.Errorf("%w: durability %q (want sync or periodic)", ErrInvalid, c.Durability)
 	}
@@ -469,6 +493,31 @@ func (c *Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("%w: log_format %q (want text or json)", ErrInvalid, c.LogFormat)
+	}
+	return nil
+}
+
+// TLS reports whether any listener or dialer of the node uses TLS, and so needs the
+// certificate files.
+func (c *Config) TLS() bool { return c.TLSPort != 0 || c.TLSInternode }
+
+// TLSListen is the address of the TLS RESP listener: TLSPort on Listen's host.
+func (c *Config) TLSListen() string {
+	host, _, _ := net.SplitHostPort(c.Listen) // validated
+	return net.JoinHostPort(host, strconv.Itoa(c.TLSPort))
+}
+
+func (c *Config) validateTLS() error {
+	if c.TLSPort < 0 || c.TLSPort > 65535 {
+		return fmt.Errorf("%w: tls_port %d (want 0 for none, or 1 to 65535)", ErrInvalid, c.TLSPort)
+	}
+	switch c.TLSAuthClients {
+	case "yes", "optional", "no":
+	default:
+		return fmt.Errorf("%w: tls_auth_clients %q (want yes, optional or no)", ErrInvalid, c.TLSAuthClients)
+	}
+	if c.TLS() && (c.TLSCertFile == "" || c.TLSKeyFile == "" || c.TLSCACertFile == "") {
+		return fmt.Errorf("%w: tls_port and tls_internode need tls_cert_file, tls_key_file and tls_ca_cert_file", ErrInvalid)
 	}
 	return nil
 }

@@ -104,6 +104,10 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"--lsm-second-dir", "/hdd", "--lsm-second-dir-policy", "free-space", "--engine", "btree"},
 		{"--lsm-block-size-bytes", "512"}, {"--lsm-block-size-bytes", "2097152"}, {"--lsm-block-size-bytes", "-1"},
 		{"--slowlog-max-len", "0"}, {"--slowlog-max-len", "65537"},
+		{"--tls-port", "6390"}, // no certificate files
+		{"--tls-internode", "--tls-cert-file", "n.crt", "--tls-key-file", "n.key"}, // no CA
+		{"--tls-port", "70000", "--tls-cert-file", "n.crt", "--tls-key-file", "n.key", "--tls-ca-cert-file", "ca.crt"},
+		{"--tls-auth-clients", "maybe"},
 	}
 	for _, args := range bad {
 		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {
@@ -218,5 +222,19 @@ func TestClusterOptionsAreCheckedOnlyInClusterMode(t *testing.T) {
 		if err := d.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("accepted %+v", d)
 		}
+	}
+}
+
+func TestTLSPortServesOnTheListenHost(t *testing.T) {
+	c, err := parse(t, "", "--listen", "10.0.0.7:6380", "--tls-port", "6390", "--tls-cert-file", "n.crt",
+		"--tls-key-file", "n.key", "--tls-ca-cert-file", "ca.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.TLS() || c.TLSListen() != "10.0.0.7:6390" || c.TLSAuthClients != "yes" {
+		t.Fatalf("TLS %v, TLSListen %q, auth %q; want on, 10.0.0.7:6390, yes (Redis's default)", c.TLS(), c.TLSListen(), c.TLSAuthClients)
+	}
+	if d := Default(); d.TLS() {
+		t.Fatal("TLS is on by default")
 	}
 }

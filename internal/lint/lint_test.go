@@ -197,3 +197,43 @@ func TestCIRunsTheREADMETestCommand(t *testing.T) {
 	}
 	t.Fatalf(".ci/run does not run the README's test command %q", testCmd)
 }
+
+// tlsPackages are the only packages whose non-test files may import crypto/tls: package
+// cert builds every TLS configuration (versions, certificates, identity rules) and package
+// listener applies them to sockets, so that a rule of docs/design/security.md is kept in
+// one place and a listener cannot be opened with a configuration made elsewhere.
+var tlsPackages = map[string]bool{"internal/cert": true, "internal/listener": true}
+
+func TestOnlyCertAndListenerImportCryptoTLS(t *testing.T) {
+	root := repoRoot(t)
+	for _, top := range []string{"internal", "cmd"} {
+		filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			if tlsPackages[filepath.ToSlash(rel)] {
+				return nil
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				if p, _ := strconv.Unquote(imp.Path.Value); p == "crypto/tls" {
+					t.Errorf("%s imports crypto/tls: TLS configurations come from internal/cert, sockets from internal/listener", path)
+				}
+			}
+			return nil
+		})
+	}
+}

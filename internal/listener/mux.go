@@ -1,6 +1,8 @@
 package listener
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -219,6 +221,32 @@ func DialRaft(addr string, timeout time.Duration) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sendRaftByte(nc, addr, timeout)
+}
+
+// RaftDialer returns DialRaft's TLS twin, for a Mux behind ListenTLS: it connects,
+// completes the TLS handshake with cfg within the same timeout, and sends RaftByte
+// inside TLS. A nil cfg returns DialRaft.
+func RaftDialer(cfg *tls.Config) func(addr string, timeout time.Duration) (net.Conn, error) {
+	if cfg == nil {
+		return DialRaft
+	}
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		ctx := context.Background()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		nc, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listener: dial raft at %s: %w", addr, err)
+		}
+		return sendRaftByte(nc, addr, timeout)
+	}
+}
+
+func sendRaftByte(nc net.Conn, addr string, timeout time.Duration) (net.Conn, error) {
 	if timeout > 0 {
 		nc.SetWriteDeadline(time.Now().Add(timeout))
 	}

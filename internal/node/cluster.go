@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/admin"
+	"github.com/kuradb/kura/internal/cert"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
@@ -81,6 +82,7 @@ type clusterNode struct {
 	purge     *purgeHistory // the ranges repaired with all their replicas (purge.go)
 
 	peers *transport.Pool // clients to the other members, by node ID
+	tls   *cert.Source    // the node certificate, for --tls-internode; nil without TLS
 
 	changed chan struct{}
 	stop    chan struct{}
@@ -92,12 +94,23 @@ type clusterNode struct {
 // internodeVersion is the newest internode frame version it speaks (0: the newest; see
 // hooks).
 func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member,
-	reg prometheus.Registerer, internodeVersion int, purge *purgeHistory) (*clusterNode, error) {
+	reg prometheus.Registerer, internodeVersion int, purge *purgeHistory, tls *cert.Source) (*clusterNode, error) {
 	nc := &nodeClock{Clock: clock, maxOffset: cfg.MaxClockOffset}
 	c := &clusterNode{cfg: cfg, log: log, removed: make(chan error, 1), self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
 		internodeVersion: internodeVersion, changed: make(chan struct{}, 1), stop: make(chan struct{}), purge: purge}
-	c.peers = transport.NewPool(transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion,
-		Epoch: c.epoch, ObserveEpoch: c.observeEpoch})
+	if cfg.TLSInternode {
+		c.tls = tls
+	}
+	pc := transport.ClientConfig{Clock: nc, MaxClockAhead: cfg.MaxClockOffset, MaxVersion: internodeVersion,
+		Epoch: c.epoch, ObserveEpoch: c.observeEpoch}
+	if c.tls != nil {
+		// Each peer is dialed with the host label the ring has for it, which its node
+		// certificate must name (streams, repairs, refills and hints all go through peer).
+		pc.DialHost = func(host string) func(context.Context, string, string) (net.Conn, error) {
+			return listener.TLSDialer(c.tls.NodeClientConfig(host))
+		}
+	}
+	c.peers = transport.NewPool(pc)
 	// An in-memory replica refuses reads until it knows it need not refill (see refill.go):
 	// the internode server starts before that is decided.
 	c.handler.SetRefilling(eng.Role() == ring.InMemory)
@@ -222,7 +235,13 @@ func (c *clusterNode) startServer() error {
 	if err != nil {
 		return err
 	}
-	ln, err := listener.Listen(listener.Nodes, c.cfg.InternodeListen)
+	var ln net.Listener
+	if c.tls != nil {
+		// TLS before the Mux: Raft's connections are inside TLS too.
+		ln, err = listener.ListenTLS(listener.Nodes, c.cfg.InternodeListen, c.tls.NodeServerConfig())
+	} else {
+		ln, err = listener.Listen(listener.Nodes, c.cfg.InternodeListen)
+	}
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -410,7 +429,7 @@ func (c *clusterNode) peer(id ring.NodeID) (caller, error) {
 	if !ok || m.InternodeAddr == "" {
 		return nil, fmt.Errorf("node: no internode address for %s", id)
 	}
-	cl, err := c.peers.Get(string(id), m.InternodeAddr)
+	cl, err := c.peers.Get(string(id), m.Host, m.InternodeAddr)
 	if err != nil {
 		return nil, err // not a nil *Client in a non-nil caller
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kuradb/kura/internal/access"
 	"github.com/kuradb/kura/internal/admin"
+	"github.com/kuradb/kura/internal/cert"
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/config"
 	"github.com/kuradb/kura/internal/coord"
@@ -62,6 +63,9 @@ type Node struct {
 	resp     *resp.Server
 	respLn   net.Listener
 	respDone chan error
+	tls      *cert.Source // the node's certificate files, nil without TLS (--tls-port, --tls-internode)
+	tlsLn    net.Listener // the RESP TLS listener (--tls-port), or nil
+	tlsDone  chan error
 	admin    *admin.Server
 	migrator *tiered.Migrator            // nil unless the engine is tiered
 	purge    *purgeHistory               // repaired ranges, for the engine's purge horizon; nil outside cluster mode
@@ -84,6 +88,9 @@ type hooks struct {
 	// internodeVersion is the newest internode frame version the node speaks (0: the
 	// newest); 1 plays a node that predates clocks in frames.
 	internodeVersion int
+	// tlsListen, when set, is the address of the RESP TLS listener instead of
+	// --tls-port's ("127.0.0.1:0" in tests, which need a free port).
+	tlsListen string
 }
 
 // Start opens cfg's data directory and engine and starts serving. On error nothing is left
@@ -95,7 +102,8 @@ func startNode(cfg config.Config, log *slog.Logger, h hooks) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1), host: cfg.Host, hooks: h}
+	n := &Node{cfg: cfg, log: log, started: time.Now(), respDone: make(chan error, 1), tlsDone: make(chan error, 1),
+		host: cfg.Host, hooks: h}
 	if n.host == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -159,6 +167,9 @@ func (n *Node) start() (err error) {
 	if n.respLn, err = listener.Listen(listener.Clients, cfg.Listen); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	if err := n.listenTLS(); err != nil {
+		return err
+	}
 	if cfg.AdminListen != "" {
 		ln, err := listener.Listen(listener.Admin, cfg.AdminListen)
 		if err != nil {
@@ -173,7 +184,7 @@ func (n *Node) start() (err error) {
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
-		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion, n.purge); err != nil {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion, n.purge, n.tls); err != nil {
 			return err
 		}
 		store = n.cluster.store
@@ -188,6 +199,36 @@ func (n *Node) start() (err error) {
 	}
 	ln := n.respLn
 	go func() { n.respDone <- n.resp.Serve(ln) }()
+	if tlsLn := n.tlsLn; tlsLn != nil {
+		go func() { n.tlsDone <- n.resp.Serve(tlsLn) }()
+	}
+	return nil
+}
+
+// listenTLS loads the certificate files when TLS is on, and opens the RESP TLS listener
+// when --tls-port is set. The files are re-read on handshakes when they change (package
+// cert), so a renewed certificate or CA bundle needs no restart.
+func (n *Node) listenTLS() error {
+	cfg := n.cfg
+	if !cfg.TLS() {
+		return nil
+	}
+	var err error
+	n.tls, err = cert.NewSource(cert.Files{Cert: cfg.TLSCertFile, Key: cfg.TLSKeyFile, CA: cfg.TLSCACertFile},
+		cert.SourceOptions{Logger: n.log.With("part", "tls")})
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if cfg.TLSPort == 0 {
+		return nil
+	}
+	auth, err := cert.ParseClientAuth(cfg.TLSAuthClients)
+	if err != nil { // validated by config
+		return fmt.Errorf("node: %w", err)
+	}
+	if n.tlsLn, err = listener.ListenTLS(listener.Clients, cmp.Or(n.hooks.tlsListen, cfg.TLSListen()), n.tls.ServerConfig(auth)); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	return nil
 }
 
@@ -214,7 +255,7 @@ func (n *Node) startMigrator(db *tiered.DB) (*admin.Tiers, error) {
 // member is this node's entry in the cluster view, before tokens and status.
 func (n *Node) member() cluster.Member {
 	return cluster.Member{ID: ring.NodeID(n.dir.ID()), Host: n.host, Rack: n.cfg.Rack, Engine: n.cfg.Engine,
-		Role: n.eng.Role(), ClientAddr: n.respLn.Addr().String(), GossipAddr: n.cfg.GossipListen,
+		Role: n.eng.Role(), ClientAddr: n.Addr(), ClientTLSAddr: n.TLSAddr(), GossipAddr: n.cfg.GossipListen,
 		AdminAddr: n.AdminAddr()}
 }
 
@@ -358,8 +399,17 @@ func (n *Node) GossipAddr() string {
 	return n.cluster.gossipAddr()
 }
 
-// Addr is the address clients connect to.
+// Addr is the address clients connect to in plain text.
 func (n *Node) Addr() string { return n.respLn.Addr().String() }
+
+// TLSAddr is the bound address clients connect to with TLS (--tls-port), or "" when the
+// node serves no TLS port.
+func (n *Node) TLSAddr() string {
+	if n.tlsLn == nil {
+		return ""
+	}
+	return n.tlsLn.Addr().String()
+}
 
 // AdminAddr is the admin HTTP address, or "" when disabled.
 func (n *Node) AdminAddr() string {
@@ -387,13 +437,20 @@ func (n *Node) closeAll(ctx context.Context) error {
 	var errs []error
 	if n.resp != nil {
 		errs = append(errs, n.resp.Shutdown(ctx))
-		if n.respLn != nil {
-			if err := <-n.respDone; err != nil && !errors.Is(err, resp.ErrServerClosed) {
+		for _, done := range []chan error{n.respDone, n.tlsDone} {
+			if done == n.tlsDone && n.tlsLn == nil {
+				continue
+			}
+			if err := <-done; err != nil && !errors.Is(err, resp.ErrServerClosed) {
 				errs = append(errs, err)
 			}
 		}
-	} else if n.respLn != nil {
-		n.respLn.Close()
+	} else {
+		for _, ln := range []net.Listener{n.respLn, n.tlsLn} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
 	}
 	if n.cluster != nil {
 		errs = append(errs, n.cluster.close(ctx))

@@ -18,6 +18,7 @@ import (
 	"github.com/kuradb/kura/internal/cluster"
 	"github.com/kuradb/kura/internal/coord"
 	"github.com/kuradb/kura/internal/elastic"
+	"github.com/kuradb/kura/internal/listener"
 	"github.com/kuradb/kura/internal/lowprio"
 	"github.com/kuradb/kura/internal/meta"
 	"github.com/kuradb/kura/internal/metalog"
@@ -119,8 +120,17 @@ func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 		c.handler.Background = lowprio.New(streamLaneWidth) // on a P of its own: LowPriorityThreads
 	}
 	var err error
-	rl.log, err = metalog.Open(filepath.Join(c.dir, "meta"), metalog.Config{ID: c.self, Addr: c.ln.Addr().String(),
-		Listener: raftLn, Call: c.callAddr, OnState: rl.onState, Logger: c.log.With("part", "metalog")})
+	mc := metalog.Config{ID: c.self, Addr: c.ln.Addr().String(),
+		Listener: raftLn, Call: c.callAddr, OnState: rl.onState, Logger: c.log.With("part", "metalog")}
+	if c.tls != nil {
+		// Raft dials by address alone and redials whoever its configuration names, so
+		// its connections check that the peer holds a node certificate of the CA, not
+		// which host it is on: only nodes can be voters, and every message Raft
+		// accepts is from a voter it knows by ID. The host is checked on the transport,
+		// which knows it from the ring.
+		mc.Dial = listener.RaftDialer(c.tls.NodeClientConfig(""))
+	}
+	rl.log, err = metalog.Open(filepath.Join(c.dir, "meta"), mc)
 	if err != nil {
 		return nil, fmt.Errorf("node: metadata log: %w", err)
 	}
@@ -659,9 +669,19 @@ func (h metaHandler) Handle(ctx context.Context, method uint16, payload []byte) 
 }
 
 // callAddr sends an internode request to the node at an internode address (the
-// metadata log knows its peers by address).
+// metadata log knows its peers by address). With --tls-internode the peer's certificate
+// must name the host of the member at that address, when this node knows one.
 func (c *clusterNode) callAddr(ctx context.Context, addr string, method uint16, payload []byte) ([]byte, error) {
-	cl, err := c.peers.Get("addr "+addr, addr)
+	var host string
+	if c.machine != nil {
+		for _, m := range c.machine.Members() {
+			if m.InternodeAddr == addr {
+				host = m.Host
+				break
+			}
+		}
+	}
+	cl, err := c.peers.Get("addr "+addr, host, addr)
 	if err != nil {
 		return nil, err
 	}

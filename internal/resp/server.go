@@ -48,7 +48,7 @@ type Server struct {
 	done    chan struct{} // closed by Close; wakes the accept backoff
 
 	mu    sync.Mutex
-	ln    net.Listener
+	lns   []net.Listener // served, the first one's address is Addr
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup // the accept loop and every connection
 }
@@ -80,31 +80,28 @@ func (s *Server) ListenAndServe(addr string) error {
 	return s.Serve(ln)
 }
 
-// Addr returns the address being served, or nil before Serve.
+// Addr returns the address of the first listener served, or nil before Serve.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
+	if len(s.lns) == 0 {
 		return nil
 	}
-	return s.ln.Addr()
+	return s.lns[0].Addr()
 }
 
 // Serve accepts connections on ln until Close, and then returns ErrServerClosed; other
-// accept errors are returned as they are. Serve takes ownership of ln. A server serves one
-// listener.
+// accept errors are returned as they are. Serve takes ownership of ln. A server may serve
+// several listeners, each with its own Serve (a node's plain and TLS ports): they share
+// the connection limits.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	switch {
-	case s.closing.Load():
+	if s.closing.Load() {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrServerClosed
-	case s.ln != nil:
-		s.mu.Unlock()
-		return errors.New("resp: Serve called twice")
 	}
-	s.ln = ln
+	s.lns = append(s.lns, ln)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
@@ -189,9 +186,9 @@ func (s *Server) shutdown(writeDeadline time.Time) error {
 	var err error
 	if !s.closing.Swap(true) {
 		close(s.done)
-		if s.ln != nil {
-			if err = s.ln.Close(); errors.Is(err, net.ErrClosed) {
-				err = nil
+		for _, ln := range s.lns {
+			if e := ln.Close(); e != nil && !errors.Is(e, net.ErrClosed) && err == nil {
+				err = e
 			}
 		}
 		// A connection blocked in Read wakes now; one executing a batch finishes it,

@@ -39,6 +39,10 @@ type ClientConfig struct {
 	// Dial opens connections. Default: net.Dialer.DialContext with TCP_NODELAY (Go's
 	// default for TCP).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialHost, when set, makes Dial for the client a Pool creates for a peer, given the
+	// peer's host label as the pool's caller knows it ("" when it does not): a TLS
+	// dialer checks that the peer's certificate names that host. NewClient ignores it.
+	DialHost func(host string) func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Clock stamps the requests (frame version 2), observes the stamps of the responses,
 	// and times them for ClockOffset. Nil: the client sends no stamps and learns nothing
 	// from the peer's.

@@ -3,25 +3,29 @@ package transport
 import "sync"
 
 // Pool keeps one Client per peer, named by the caller (a node ID), and replaces a peer's
-// client when the peer's address changes (it restarted on another port). Safe for
-// concurrent use.
+// client when the peer's address or host label changes (it restarted on another port).
+// Safe for concurrent use.
 type Pool struct {
 	cfg ClientConfig
 
 	mu      sync.Mutex
 	clients map[string]*Client
-	retired Stats // what replaced clients had written, so that the pool's counts stay monotonic
+	hosts   map[string]string // each client's peer's host label
+	retired Stats             // what replaced clients had written, so that the pool's counts stay monotonic
 }
 
 // NewPool returns an empty pool whose clients use cfg.
-func NewPool(cfg ClientConfig) *Pool { return &Pool{cfg: cfg, clients: map[string]*Client{}} }
+func NewPool(cfg ClientConfig) *Pool {
+	return &Pool{cfg: cfg, clients: map[string]*Client{}, hosts: map[string]string{}}
+}
 
-// Get returns the client for peer name at addr, creating it (without dialing) if there is
-// none or the peer's address changed.
-func (p *Pool) Get(name, addr string) (*Client, error) {
+// Get returns the client for peer name at addr, on host (its host label, "" when
+// unknown; see ClientConfig.DialHost), creating it (without dialing) if there is none or
+// the peer's address or host changed.
+func (p *Pool) Get(name, host, addr string) (*Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if cl, ok := p.clients[name]; ok && cl.Addr() == addr {
+	if cl, ok := p.clients[name]; ok && cl.Addr() == addr && p.hosts[name] == host {
 		return cl, nil
 	} else if ok {
 		cl.Close() // the peer moved
@@ -29,11 +33,16 @@ func (p *Pool) Get(name, addr string) (*Client, error) {
 		p.retired.FramesWritten += s.FramesWritten
 		p.retired.Flushes += s.Flushes
 	}
-	cl, err := NewClient(addr, p.cfg)
+	cfg := p.cfg
+	if cfg.DialHost != nil {
+		cfg.Dial = cfg.DialHost(host)
+	}
+	cl, err := NewClient(addr, cfg)
 	if err != nil {
+		delete(p.clients, name) // closed above, if it was there
 		return nil, err
 	}
-	p.clients[name] = cl
+	p.clients[name], p.hosts[name] = cl, host
 	return cl, nil
 }
 
