@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+
+	"github.com/kuradb/kura/internal/cert"
 )
 
 // adminAuth is how `kura admin` reaches a node's admin endpoints: the user and password
@@ -59,15 +59,11 @@ func (a *adminAuth) do(req *http.Request) (*http.Response, error) {
 		return http.DefaultClient.Do(req)
 	}
 	if a.client == nil {
-		pem, err := os.ReadFile(a.caFile)
+		tc, err := cert.ToolClientConfig(a.caFile, "", "", "")
 		if err != nil {
 			return nil, fmt.Errorf("--cacert: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert %s holds no PEM certificate", a.caFile)
-		}
-		a.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		a.client = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 	}
 	return a.client.Do(req)
 }

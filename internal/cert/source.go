@@ -309,3 +309,33 @@ func isNode(c *x509.Certificate) error {
 	}
 	return nil
 }
+
+// ToolClientConfig is the configuration of a tool that connects to servers it does not
+// run (kura bench against kura or Redis, kura admin): the server's certificate must chain
+// to the CA bundle in caFile (the system's roots when empty) and be valid for serverName
+// (each address's host when empty); certFile and keyFile, when set, are the client
+// certificate it presents. Read once: a tool's run is short.
+func ToolClientConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: minVersion, ServerName: serverName}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("cert: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cert: %s holds no PEM certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("cert: a client certificate and its key go together")
+	}
+	if certFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cert: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
+}

@@ -25,19 +25,18 @@ package redis
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kuradb/kura/internal/bench"
+	"github.com/kuradb/kura/internal/cert"
 )
 
 // Target connects benchmark threads to Redis-protocol servers.
@@ -108,7 +107,7 @@ func ParseURL(s string) (*Target, error) {
 		return nil, fmt.Errorf("redis: target %q: user needs a password", s)
 	}
 	if u.Scheme == "resps" || u.Scheme == "rediss" {
-		if t.TLS, err = tlsConfig(q.Get("cacert"), q.Get("cert"), q.Get("key"), q.Get("servername")); err != nil {
+		if t.TLS, err = cert.ToolClientConfig(q.Get("cacert"), q.Get("cert"), q.Get("key"), q.Get("servername")); err != nil {
 			return nil, fmt.Errorf("redis: target %q: %w", s, err)
 		}
 	} else if q.Has("cacert") || q.Has("cert") || q.Has("key") || q.Has("servername") {
@@ -133,32 +132,6 @@ func ParseURL(s string) (*Target, error) {
 		return nil, fmt.Errorf("redis: route %q: want %s or %s", r, RouteNode, RouteToken)
 	}
 	return t, nil
-}
-
-// tlsConfig builds a client TLS configuration from the target's files.
-func tlsConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("cacert %s holds no PEM certificate", caFile)
-		}
-	}
-	if (certFile == "") != (keyFile == "") {
-		return nil, errors.New("cert and key go together")
-	}
-	if certFile != "" {
-		c, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Certificates = []tls.Certificate{c}
-	}
-	return cfg, nil
 }
 
 // Name implements bench.Target.
