@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuradb/kura/internal/cert"
+	"github.com/kuradb/kura/internal/membership"
 )
 
 // newCertCmd is `kura cert`: a development CA and the node and client certificates it
@@ -91,8 +92,35 @@ files are never replaced without --overwrite.`,
 	createClient.Flags().StringVar(&user, "user", "", "the user the certificate authenticates: its CN (required)")
 	createClient.MarkFlagRequired("user")
 	cmd.AddCommand(createClient)
+	cmd.AddCommand(flags(&cobra.Command{
+		Use:   "create-gossip-key",
+		Short: "Create a gossip keyring file, gossip.keys, holding one new random key (for --gossip-keyring-file)",
+		Long: `create-gossip-key writes gossip.keys: one random 32-byte AES-256 key, base64, for
+--gossip-keyring-file on every node of a cluster. To roll a key on a running cluster, append
+a new key (kura cert create-gossip-key --certs-dir elsewhere gives one) as a second line on
+every node, then move it to the first line on every node, then delete the old line on every
+node; nodes re-read the file within seconds.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			path := filepath.Join(certsDir, gossipKeyFile)
+			if _, err := os.Stat(path); err == nil && !overwrite {
+				return fmt.Errorf("cert: %s exists (--overwrite replaces it)", path)
+			}
+			if err := os.MkdirAll(certsDir, 0o755); err != nil {
+				return fmt.Errorf("cert: %w", err)
+			}
+			if err := os.WriteFile(path, []byte(membership.NewKey()+"\n"), 0o600); err != nil {
+				return fmt.Errorf("cert: %w", err)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", path)
+			return nil
+		},
+	}))
 	return cmd
 }
+
+// gossipKeyFile is the keyring file kura cert create-gossip-key writes.
+const gossipKeyFile = "gossip.keys"
 
 // copyBundle copies caDir's ca.crt to certsDir when they differ and certsDir has none,
 // so that a node's directory holds what --tls-ca-cert-file names.

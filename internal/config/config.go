@@ -88,6 +88,14 @@ type Config struct {
 	TLSCACertFile  string `yaml:"tls_ca_cert_file"`
 	TLSAuthClients string `yaml:"tls_auth_clients"`
 	TLSInternode   bool   `yaml:"tls_internode"`
+	// PlaintextClients, when false, opens no plain RESP listener: clients connect only
+	// through TLSPort (Redis's port 0). Listen then names only the host TLSPort binds on.
+	PlaintextClients bool `yaml:"plaintext_clients"`
+	// AdminTLS serves the admin endpoints over HTTPS with the node's certificate.
+	AdminTLS bool `yaml:"admin_tls"`
+	// Insecure lets a node listen on a non-loopback address with a listener unprotected
+	// (see Unprotected); without it such a node refuses to start.
+	Insecure bool `yaml:"insecure"`
 
 	SlowlogThreshold time.Duration `yaml:"slowlog_threshold"`
 	SlowlogMaxLen    int           `yaml:"slowlog_max_len"`
@@ -240,6 +248,7 @@ func Default() Config {
 		SlowlogMaxLen:          128,
 		KeysLimit:              10000,
 		TLSAuthClients:         "yes",
+		PlaintextClients:       true,
 		LogLevel:               "info",
 		LogFormat:              "text",
 		Rack:                   "rack1",
@@ -321,6 +330,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM private key of --tls-cert-file; re-read with it")
 	fs.StringVar(&c.TLSCACertFile, "tls-ca-cert-file", c.TLSCACertFile, "PEM bundle of the CA certificates that clients' and other nodes' certificates must chain to; several CAs during a change of CA (docs/design/security.md); re-read when it changes")
 	fs.StringVar(&c.TLSAuthClients, "tls-auth-clients", c.TLSAuthClients, "what the TLS port asks of clients: yes (a certificate chaining to --tls-ca-cert-file is required), optional (verified if given) or no (none asked for)")
+	fs.BoolVar(&c.PlaintextClients, "plaintext-clients", c.PlaintextClients, "serve plain RESP on --listen; false serves clients only over TLS on --tls-port (Redis's port 0), on --listen's host")
+	fs.BoolVar(&c.AdminTLS, "admin-tls", c.AdminTLS, "serve the admin endpoints over HTTPS with --tls-cert-file (kura admin --cacert then reaches them)")
+	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "start even though a listener on a non-loopback address is unprotected (RESP without TLS and authentication, admin without TLS and authentication, internode without --tls-internode, gossip without --gossip-keyring-file); without it such a node refuses to start and says what to set")
 	fs.BoolVar(&c.TLSInternode, "tls-internode", c.TLSInternode, "cluster mode: mutual TLS on the internode port, Raft's connections included: a peer must present a node certificate (OU kura-node) of the CA bundle, and a node dialing checks that the peer's certificate is a node's and names the host the ring has for it; every node of a cluster must agree")
 	fs.Int64Var(&c.MemoryLimitBytes, "memory-limit-bytes", c.MemoryLimitBytes, "soft limit on the Go runtime's memory (debug.SetMemoryLimit): the garbage collector works harder as the process nears it, which keeps RSS close to the live data, worth setting with the memory engine; 0 leaves the runtime's default (GOMEMLIMIT or none)")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's GOGC: how far the heap may grow past live data before a collection; 0 chooses: 25 with the memory engine (its rows are the heap, and 100 would let RSS reach twice the data), Go's default otherwise; a GOGC environment variable overrides the automatic choice")
@@ -499,7 +511,7 @@ func (c *Config) Validate() error {
 
 // TLS reports whether any listener or dialer of the node uses TLS, and so needs the
 // certificate files.
-func (c *Config) TLS() bool { return c.TLSPort != 0 || c.TLSInternode }
+func (c *Config) TLS() bool { return c.TLSPort != 0 || c.TLSInternode || c.AdminTLS }
 
 // TLSListen is the address of the TLS RESP listener: TLSPort on Listen's host.
 func (c *Config) TLSListen() string {
@@ -517,9 +529,60 @@ func (c *Config) validateTLS() error {
 		return fmt.Errorf("%w: tls_auth_clients %q (want yes, optional or no)", ErrInvalid, c.TLSAuthClients)
 	}
 	if c.TLS() && (c.TLSCertFile == "" || c.TLSKeyFile == "" || c.TLSCACertFile == "") {
-		return fmt.Errorf("%w: tls_port and tls_internode need tls_cert_file, tls_key_file and tls_ca_cert_file", ErrInvalid)
+		return fmt.Errorf("%w: tls_port, tls_internode and admin_tls need tls_cert_file, tls_key_file and tls_ca_cert_file", ErrInvalid)
+	}
+	if !c.PlaintextClients && c.TLSPort == 0 {
+		return fmt.Errorf("%w: plaintext_clients false needs a tls_port: clients would have no way in", ErrInvalid)
+	}
+	if bad := c.Unprotected(); len(bad) > 0 && !c.Insecure {
+		return fmt.Errorf("%w: refusing to listen on a network unprotected:\n  - %s\n"+
+			"Fix each, or start with --insecure to run unprotected anyway (a trusted network; never on the internet). "+
+			"kura cert create-ca / create-node makes certificates, kura cert create-gossip-key a gossip key; "+
+			"docs/design/security.md", ErrInvalid, strings.Join(bad, "\n  - "))
 	}
 	return nil
+}
+
+// Unprotected lists, one sentence each saying what to set, the listeners that a
+// non-loopback address leaves open to whoever reaches it: RESP in plain text or without
+// authentication, the admin endpoints without TLS and authentication, the internode port
+// without mutual TLS, gossip without a key. A node refuses to start with any of them
+// unless Insecure (CockroachDB's rule: no networked node without certificates unless told
+// --insecure; Redis's open defaults are how exposed servers were taken over).
+func (c *Config) Unprotected() []string {
+	var bad []string
+	auth := c.Password != ""
+	if c.PlaintextClients && exposed(c.Listen) {
+		bad = append(bad, fmt.Sprintf("RESP listens on %s in plain text: serve clients with TLS only (--tls-port with --tls-cert-file, "+
+			"--tls-key-file and --tls-ca-cert-file, and --plaintext-clients=false) or listen on loopback", c.Listen))
+	}
+	if c.TLSPort != 0 && exposed(c.TLSListen()) && !auth {
+		bad = append(bad, fmt.Sprintf("RESP over TLS on %s asks no password: set --password (the default user's)", c.TLSListen()))
+	}
+	if c.AdminListen != "" && exposed(c.AdminListen) && (!c.AdminTLS || !auth) {
+		bad = append(bad, fmt.Sprintf("the admin endpoints on %s need --admin-tls and users (--password) or a loopback --admin-listen", c.AdminListen))
+	}
+	if c.Clustered() && exposed(c.InternodeListen) && !c.TLSInternode {
+		bad = append(bad, fmt.Sprintf("the internode port %s needs --tls-internode (mutual TLS with node certificates)", c.InternodeListen))
+	}
+	if c.Clustered() && exposed(c.GossipListen) && c.GossipKeyringFile == "" {
+		bad = append(bad, fmt.Sprintf("gossip on %s needs --gossip-keyring-file (encrypted, authenticated gossip)", c.GossipListen))
+	}
+	return bad
+}
+
+// exposed reports whether addr (host:port) listens beyond this machine: any host but a
+// loopback IP or "localhost" (an empty host, 0.0.0.0 and :: listen everywhere).
+func exposed(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // MemoryEngineGCPercent is the GOGC the node uses with the memory engine unless told

@@ -227,7 +227,7 @@ func TestClusterOptionsAreCheckedOnlyInClusterMode(t *testing.T) {
 
 func TestTLSPortServesOnTheListenHost(t *testing.T) {
 	c, err := parse(t, "", "--listen", "10.0.0.7:6380", "--tls-port", "6390", "--tls-cert-file", "n.crt",
-		"--tls-key-file", "n.key", "--tls-ca-cert-file", "ca.crt")
+		"--tls-key-file", "n.key", "--tls-ca-cert-file", "ca.crt", "--insecure")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +236,53 @@ func TestTLSPortServesOnTheListenHost(t *testing.T) {
 	}
 	if d := Default(); d.TLS() {
 		t.Fatal("TLS is on by default")
+	}
+}
+
+// A node asked to listen beyond loopback with any listener unprotected refuses to start,
+// naming each listener and what to set; --insecure lets it, and so does protecting every
+// listener. Loopback, the default, needs nothing.
+func TestNonLoopbackStartNeedsProtectionOrInsecure(t *testing.T) {
+	cluster := []string{"--gossip-listen", "10.0.0.7:7946", "--internode-listen", "10.0.0.7:7000", "--admin-listen", "10.0.0.7:9380"}
+	_, err := parse(t, "", append([]string{"--listen", "10.0.0.7:6380"}, cluster...)...)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("an open networked node started: %v", err)
+	}
+	for _, want := range []string{"RESP listens on 10.0.0.7:6380 in plain text", "admin endpoints on 10.0.0.7:9380",
+		"internode port 10.0.0.7:7000 needs --tls-internode", "gossip on 10.0.0.7:7946 needs --gossip-keyring-file", "--insecure"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q:\n%v", want, err)
+		}
+	}
+	if _, err := parse(t, "", append([]string{"--listen", "10.0.0.7:6380", "--insecure"}, cluster...)...); err != nil {
+		t.Fatalf("--insecure: %v", err)
+	}
+	secure := append([]string{"--listen", "10.0.0.7:6380", "--plaintext-clients=false", "--tls-port", "6390",
+		"--tls-cert-file", "n.crt", "--tls-key-file", "n.key", "--tls-ca-cert-file", "ca.crt", "--password", "pw",
+		"--admin-tls", "--tls-internode", "--gossip-keyring-file", "gossip.keys"}, cluster...)
+	if _, err := parse(t, "", secure...); err != nil {
+		t.Fatalf("every listener protected: %v", err)
+	}
+	// Each protection missing alone is named.
+	for i, drop := range []string{"--password", "--admin-tls", "--tls-internode"} {
+		var args []string
+		for j := 0; j < len(secure); j++ {
+			if secure[j] == drop {
+				if drop == "--password" {
+					j++ // and its value
+				}
+				continue
+			}
+			args = append(args, secure[j])
+		}
+		if _, err := parse(t, "", args...); !errors.Is(err, ErrInvalid) {
+			t.Errorf("case %d: without %s the node started", i, drop)
+		}
+	}
+	if _, err := parse(t, "", "--listen", "localhost:6380", "--admin-listen", "[::1]:9380"); err != nil {
+		t.Fatalf("loopback: %v", err)
+	}
+	if _, err := parse(t, "", "--plaintext-clients=false"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("no way in for clients: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -164,19 +165,27 @@ func (n *Node) start() (err error) {
 		}
 		reg.MustRegister(admin.NewTierCollector(n.tiers))
 	}
-	if n.respLn, err = listener.Listen(listener.Clients, cfg.Listen); err != nil {
-		return fmt.Errorf("node: %w", err)
+	if cfg.PlaintextClients {
+		if n.respLn, err = listener.Listen(listener.Clients, cfg.Listen); err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
 	}
 	if err := n.listenTLS(); err != nil {
 		return err
 	}
 	if cfg.AdminListen != "" {
-		ln, err := listener.Listen(listener.Admin, cfg.AdminListen)
+		var ln net.Listener
+		if cfg.AdminTLS {
+			// Any client may connect; the endpoints ask for a user (admin.Config.Auth).
+			ln, err = listener.ListenTLS(listener.Admin, cfg.AdminListen, n.tls.ServerConfig(cert.NoClientCert))
+		} else {
+			ln, err = listener.Listen(listener.Admin, cfg.AdminListen)
+		}
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
 		ac := admin.Config{Registry: reg, Draining: n.draining.Load, Cluster: n.clusterStatus,
-			Rebuild: n.rebuild, Topology: n.changeTopology, Tiers: n.tiers, Engine: n.eng, Logger: log}
+			Rebuild: n.rebuild, Topology: n.changeTopology, Tiers: n.tiers, Engine: n.eng, Auth: n.adminAuth(), Logger: log}
 		if cfg.Clustered() {
 			ac.Repair, ac.RepairProgress, ac.RepairStop = n.startRepair, n.repairProgress, n.stopRepair
 		}
@@ -197,8 +206,9 @@ func (n *Node) start() (err error) {
 		run := leaderRunner(n.resp.Handler().RunAtLeader)
 		n.cluster.store.leader.Store(&run)
 	}
-	ln := n.respLn
-	go func() { n.respDone <- n.resp.Serve(ln) }()
+	if ln := n.respLn; ln != nil {
+		go func() { n.respDone <- n.resp.Serve(ln) }()
+	}
 	if tlsLn := n.tlsLn; tlsLn != nil {
 		go func() { n.tlsDone <- n.resp.Serve(tlsLn) }()
 	}
@@ -399,8 +409,14 @@ func (n *Node) GossipAddr() string {
 	return n.cluster.gossipAddr()
 }
 
-// Addr is the address clients connect to in plain text.
-func (n *Node) Addr() string { return n.respLn.Addr().String() }
+// Addr is the address clients connect to in plain text, or "" with
+// --plaintext-clients=false.
+func (n *Node) Addr() string {
+	if n.respLn == nil {
+		return ""
+	}
+	return n.respLn.Addr().String()
+}
 
 // TLSAddr is the bound address clients connect to with TLS (--tls-port), or "" when the
 // node serves no TLS port.
@@ -438,7 +454,7 @@ func (n *Node) closeAll(ctx context.Context) error {
 	if n.resp != nil {
 		errs = append(errs, n.resp.Shutdown(ctx))
 		for _, done := range []chan error{n.respDone, n.tlsDone} {
-			if done == n.tlsDone && n.tlsLn == nil {
+			if done == n.tlsDone && n.tlsLn == nil || done == n.respDone && n.respLn == nil {
 				continue
 			}
 			if err := <-done; err != nil && !errors.Is(err, resp.ErrServerClosed) {
@@ -471,4 +487,18 @@ func (n *Node) closeAll(ctx context.Context) error {
 		errs = append(errs, n.dir.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// adminAuth is the admin endpoints' check of a user (admin.Config.Auth): nil, the
+// endpoints open, when clients need no password.
+func (n *Node) adminAuth() func(user, password string) error {
+	if n.cfg.Password == "" {
+		return nil
+	}
+	return func(user, password string) error {
+		if user != "default" || subtle.ConstantTimeCompare([]byte(password), []byte(n.cfg.Password)) != 1 {
+			return admin.ErrUnauthenticated
+		}
+		return nil
+	}
 }
