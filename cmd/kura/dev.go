@@ -34,6 +34,8 @@ type devFlags struct {
 	// stopTimeout: how long the nodes get to shut down before stopDev kills them.
 	stopTimeout time.Duration
 	procs       int // GOMAXPROCS of every node; 0 divides the machine's cores among them
+	secure      bool
+	sec         *devSecurity // what --secure set up
 }
 
 // devNode is one kura process of a local cluster.
@@ -78,6 +80,7 @@ on base+2000+k and internode requests on base+3000+k.`,
 	fl.StringVar(&f.dataDir, "data-dir", "kura-dev", "directory for every node's data and log; {host} stands for the host's number")
 	fl.IntVar(&f.basePort, "base-port", 6380, "RESP port of the first node (see above)")
 	fl.IntVar(&f.rf, "replication-factor", 3, "copies of every key")
+	fl.BoolVar(&f.secure, "secure", false, "turn every protection on: a CA and node certificates, clients over TLS only (on the RESP ports) with a password, the admin endpoints over HTTPS behind it, mutual TLS between nodes and encrypted gossip; all kept in --data-dir's certs/ (the password in certs/password)")
 	fl.StringArrayVar(&f.extra, "server-flag", nil, "extra flag for every `kura server`, e.g. --server-flag=--durability=periodic; {host} stands for the host's number and {engine} for the node's engine (a directory per node: --server-flag=--hints-dir=/mnt/log{host}/hints-{engine})")
 	fl.StringArrayVar(&f.wrappers, "node-wrapper", nil, "command nodes run under, split on spaces, e.g. \"scripts/emulate-disks.sh run --disk hdd --memory 256M --\" (then put --data-dir on the emulated disk); ENGINE=COMMAND applies to that engine's nodes only and wins over a plain one (repeatable); {host} stands for the host's number")
 	fl.DurationVar(&f.timeout, "ready-timeout", 60*time.Second, "how long to wait for the ring to be ready")
@@ -100,6 +103,11 @@ func runDev(ctx context.Context, out io.Writer, f *devFlags) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	if f.secure {
+		if f.sec, err = prepareDevSecurity(f.dataDir); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -198,6 +206,13 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 	if seed != "" {
 		args = append(args, "--seeds", seed)
 	}
+	if f.sec != nil {
+		sf, err := f.sec.nodeFlags(n.host, n.client)
+		if err != nil {
+			return err
+		}
+		args = append(args, sf...)
+	}
 	if mixed(f.engines) {
 		// The heterogeneous cluster (seed 000): a replica on each engine per key, and
 		// requests sent to the engines that serve them cheaply. --server-flag overrides.
@@ -234,7 +249,11 @@ func startDevNode(exe string, f *devFlags, n *devNode, seed string) error {
 func waitHealthy(ctx context.Context, n *devNode, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + n.admin + "/healthz"); err == nil {
+		req, err := adminCreds.request(ctx, http.MethodGet, n.admin, "/healthz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := adminCreds.do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -282,6 +301,10 @@ func waitRing(ctx context.Context, nodes []*devNode, limit time.Duration) error 
 func printDev(out io.Writer, f *devFlags, nodes []*devNode) {
 	fmt.Fprintf(out, "kura dev: %d nodes on %d hosts ready (replication factor %d), data in %s\n\n",
 		len(nodes), f.hosts, f.rf, f.dataDir)
+	if s := f.sec; s != nil {
+		printDevSecure(out, s, nodes)
+		return
+	}
 	for _, n := range nodes {
 		fmt.Fprintf(out, "  %-16s redis-cli -p %s    admin %s    pid %d\n", n.name,
 			strings.TrimPrefix(n.client, "127.0.0.1:"), n.admin, n.cmd.Process.Pid)
@@ -380,4 +403,17 @@ func procStat(pid int) []string {
 		return nil
 	}
 	return strings.Fields(string(b[i+1:]))
+}
+
+// printDevSecure is printDev's text for a --secure cluster: how to connect with TLS and
+// the password.
+func printDevSecure(out io.Writer, s *devSecurity, nodes []*devNode) {
+	fmt.Fprintf(out, "  TLS everywhere; the default user's password is in %s\n\n", filepath.Join(s.dir, devPasswordFile))
+	for _, n := range nodes {
+		fmt.Fprintf(out, "  %-16s redis-cli -p %s --tls --cacert %s --pass \"$(cat %s)\"    admin https://%s    pid %d\n", n.name,
+			strings.TrimPrefix(n.client, "127.0.0.1:"), s.ca(), filepath.Join(s.dir, devPasswordFile), n.admin, n.cmd.Process.Pid)
+	}
+	fmt.Fprintf(out, "\n  KURA_PASSWORD=\"$(cat %s)\" kura admin status --admin %s --cacert %s\n"+
+		"  kura bench run -w read-heavy --target 'resps://%s?cacert=%s&password=...'\n\nCtrl-C stops the cluster.\n",
+		filepath.Join(s.dir, devPasswordFile), nodes[0].admin, s.ca(), nodes[0].client, s.ca())
 }

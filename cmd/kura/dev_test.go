@@ -62,7 +62,7 @@ func freeBasePort(t *testing.T, n int) int {
 	return 0
 }
 
-var devPid = regexp.MustCompile(`(host\d+-\w+)\s+redis-cli -p (\d+)\s+admin (\S+)\s+pid (\d+)`)
+var devPid = regexp.MustCompile(`(host\d+-\w+)\s+redis-cli -p (\d+)\s+(?:--tls .*?)?admin (?:https://)?(\S+)\s+pid (\d+)`)
 
 type devInfo struct {
 	port, admin string

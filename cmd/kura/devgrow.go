@@ -191,6 +191,9 @@ func removeDevNode(ctx context.Context, out io.Writer, f *devFlags, nodes []*dev
 // sendDevRequest leaves req for the `kura dev` running on dataDir and waits for its
 // answer.
 func sendDevRequest(ctx context.Context, out io.Writer, dataDir string, req devRequest, limit time.Duration) error {
+	if err := loadDevSecurity(dataDir); err != nil { // a --secure cluster's admin endpoints
+		return err
+	}
 	root := devRoot(dataDir)
 	state := filepath.Join(root, devState)
 	b, err := os.ReadFile(state)
