@@ -53,6 +53,7 @@ var purePackages = []string{
 	"internal/flowsim",
 	"internal/movesim",
 	"internal/repair",
+	"internal/glob",
 }
 
 // allowedExternal are the third-party packages a pure package may import, each with why it
