@@ -229,3 +229,9 @@ func (u *User) applyCmdRule(r cmdRule, cat *Catalog) {
 		u.cmdRules = append(u.cmdRules, r)
 	}
 }
+
+// AllKeys reports whether u may read and write every key ("allkeys", "~*"): the common
+// case, which needs no pattern matching.
+func (u *User) AllKeys() bool {
+	return len(u.keys) == 1 && u.keys[0] == keyPattern{"*", KeyReadWrite}
+}
