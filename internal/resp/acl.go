@@ -23,22 +23,13 @@ type aclDenial struct{ reason, object string }
 // or "container|sub" for another subcommand, as Redis names them.
 func (h *Handler) aclID(c *command, args [][]byte) (int, string) {
 	cat := h.acl.Catalog()
-	if len(args) < 2 || !isContainer(c.name) {
+	if len(args) < 2 || !cat.HasSubcommands(c.name) {
 		id, _ := cat.ID(c.name, "")
 		return id, c.name
 	}
 	sub := strings.ToLower(string(args[1]))
 	id, _ := cat.ID(c.name, sub)
 	return id, c.name + "|" + sub
-}
-
-// isContainer lists the commands whose first argument is a subcommand.
-func isContainer(name string) bool {
-	switch name {
-	case "acl", "client", "config", "object", "memory", "latency", "slowlog", "command":
-		return true
-	}
-	return false
 }
 
 // check returns why u may not run c with args, or the zero aclDenial.

@@ -12,8 +12,9 @@ import (
 // is @write, fast is @fast and everything else @slow, the group gives @string, @hash,
 // @keyspace (generic), @connection or @transaction; aclExtra adds what flags cannot say
 // (@admin, @dangerous, and the group of server commands that touch the keyspace). The
-// subcommands in aclSubs have entries of their own, so that a user without @admin can
-// still run ACL WHOAMI or CLIENT ID; other subcommands are their container's.
+// subcommands in aclSubs have categories of their own, so that a user without @admin can
+// still run ACL WHOAMI or CLIENT ID; the other subcommands have their container's
+// categories, and every subcommand has an entry, so that "+config|get" works as in Redis.
 
 // aclExtra are categories beyond the flags', as Redis 7.0's COMMAND INFO lists them.
 var aclExtra = map[string]acl.Category{
@@ -33,7 +34,7 @@ var aclExtra = map[string]acl.Category{
 
 const adminSub = acl.CatAdmin | acl.CatSlow | acl.CatDangerous
 
-// aclSubs are the subcommands with categories of their own.
+// aclSubs are the subcommands with categories other than their container's.
 var aclSubs = []acl.CommandInfo{
 	{Name: "acl|cat", Categories: acl.CatSlow},
 	{Name: "acl|whoami", Categories: acl.CatSlow},
@@ -101,12 +102,25 @@ var (
 // ACLCatalog returns the catalog of kura's commands for acl.Config.
 func ACLCatalog() *acl.Catalog {
 	catalogOnce.Do(func() {
+		special := map[string]acl.Category{}
+		for _, s := range aclSubs {
+			special[s.Name] = s.Categories
+		}
 		var infos []acl.CommandInfo
 		for _, c := range commandTable() {
-			infos = append(infos, acl.CommandInfo{Name: c.name, Categories: commandCategories(c)})
+			cat := commandCategories(c)
+			infos = append(infos, acl.CommandInfo{Name: c.name, Categories: cat})
+			for _, sc := range containers[c.name] {
+				name := c.name + "|" + sc.name
+				sub, ok := special[name]
+				if !ok {
+					sub = cat
+				}
+				infos = append(infos, acl.CommandInfo{Name: name, Categories: sub})
+			}
 		}
 		var err error
-		if catalog, err = acl.NewCatalog(append(infos, aclSubs...)); err != nil {
+		if catalog, err = acl.NewCatalog(infos); err != nil {
 			panic(err) // the tables above are constants
 		}
 	})
