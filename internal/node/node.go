@@ -179,7 +179,11 @@ func (n *Node) start() (err error) {
 		store = n.cluster.store
 		n.clusterP.Store(n.cluster)
 	}
-	if n.resp, err = resp.New(n.respConfig(clock, reg, store)); err != nil {
+	rc, err := n.respConfig(clock, reg, store)
+	if err != nil {
+		return err
+	}
+	if n.resp, err = resp.New(rc); err != nil {
 		return err
 	}
 	if n.cluster != nil {
@@ -231,12 +235,25 @@ func clusterErrorPrefix(err error) string {
 	return ""
 }
 
-func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store resp.Store) resp.Config {
+// respConfig configures the RESP front end. Its users start as the default user with
+// --password, then --acl-file replaces them when set (a "user default" line in the file
+// wins over --password); a file that does not parse stops the node from starting.
+func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store resp.Store) (resp.Config, error) {
+	users, err := resp.NewACLRegistry(n.cfg.Password)
+	if err != nil {
+		return resp.Config{}, err
+	}
+	if n.cfg.ACLFile != "" {
+		if err := resp.LoadACLFile(users, n.cfg.ACLFile); err != nil {
+			return resp.Config{}, fmt.Errorf("node: --acl-file: %w", err)
+		}
+	}
 	return resp.Config{
 		Store:           store,
 		ErrorPrefix:     clusterErrorPrefix,
 		Clock:           clock,
-		Password:        n.cfg.Password,
+		ACL:             users,
+		ACLFile:         n.cfg.ACLFile,
 		KeysEstimate:    n.keysEstimate,
 		Info:            n.infoSections,
 		Topology:        n.topology,
@@ -254,7 +271,7 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 		// its default and 1µs for every command.
 		SlowlogThreshold: cmp.Or(n.cfg.SlowlogThreshold, time.Microsecond),
 		SlowlogMaxLen:    n.cfg.SlowlogMaxLen,
-	}
+	}, nil
 }
 
 // topology answers KURA.TOPOLOGY: the cluster status of /cluster, as JSON.

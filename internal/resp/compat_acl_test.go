@@ -92,4 +92,3 @@ func runACLScript(t *testing.T, addr string) []string {
 	}
 	return out
 }
-
