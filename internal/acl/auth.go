@@ -47,8 +47,21 @@ func (r *Registry) Authenticate(name, password, addr string, now time.Duration) 
 		r.limiter.Succeeded(addr)
 		return u, nil
 	}
+	if u == nil || !u.Enabled {
+		r.burn(password)
+	}
 	r.limiter.Failed(addr, now)
 	return nil, ErrWrongPass
+}
+
+// burn costs what checking one password costs, so that a failed AUTH takes as long for an
+// unknown or disabled user as for a wrong password: timing does not tell which users
+// exist. The hash it checks against is made on first use.
+func (r *Registry) burn(password string) {
+	r.dummyOnce.Do(func() {
+		r.dummy, _ = Hash([]byte("kura: no such user"), r.env.params, r.env.rand)
+	})
+	_, _ = Verify([]byte(password), r.dummy)
 }
 
 // check reports whether password is one of u's.

@@ -68,7 +68,7 @@ type Config struct {
 	// Catalog is the commands rules can name. Required.
 	Catalog *Catalog
 	// Rand supplies password salts and the credential cache's key: crypto/rand.Reader in
-	// production, a seeded reader in tests. Required.
+	// production, a seeded reader in tests. Required; it must be safe for concurrent use.
 	Rand io.Reader
 	// Params are the argon2id costs of new hashes. Zero means DefaultParams.
 	Params Params
@@ -92,6 +92,9 @@ type Registry struct {
 	mu     sync.Mutex // serializes changes and subscriptions
 	subs   map[int]func(*Snapshot)
 	nextID int
+
+	dummyOnce sync.Once
+	dummy     string // see burn
 
 	cache   credCache
 	limiter Limiter

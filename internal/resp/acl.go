@@ -22,15 +22,16 @@ type aclDenial struct{ reason, object string }
 // name NOPERM shows: "acl|whoami" for a subcommand with an entry of its own, else c's,
 // or "container|sub" for another subcommand, as Redis names them.
 func (h *Handler) aclID(c *command, args [][]byte) (int, string) {
-	cat := h.acl.Catalog()
-	if len(args) < 2 || !cat.HasSubcommands(c.name) {
-		id, _ := cat.ID(c.name, "")
+	if id := h.aclIDs[c.id]; id != aclContainer || len(args) < 2 {
 		return id, c.name
 	}
 	sub := strings.ToLower(string(args[1]))
-	id, _ := cat.ID(c.name, sub)
+	id, _ := h.acl.Catalog().ID(c.name, sub)
 	return id, c.name + "|" + sub
 }
+
+// aclContainer marks a container command in Handler.aclIDs: its subcommand decides.
+const aclContainer = -2
 
 // check returns why u may not run c with args, or the zero aclDenial.
 func (h *Handler) check(u *acl.User, c *command, args [][]byte) aclDenial {

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ type Handler struct {
 	maxField int                 // largest hash field name: MaxKeyBytes capped for the column prefix
 	locks    keyLocks            // serializes leader commands per key (leader.go)
 	acl      *acl.Registry       // users (acl.go): Config.ACL, or one of its own
+	aclIDs   []int               // per command id, its entry in acl's catalog; aclContainer for containers
 
 	clientList clientRegistry // open sessions, for CLIENT LIST and KILL (client.go)
 	rng        lockedRand     // HRANDFIELD's randomness (hashcmds.go)
@@ -53,6 +55,18 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if h.acl = cfg.ACL; h.acl == nil {
 		if h.acl, err = NewACLRegistry(cfg.Password); err != nil {
 			return nil, err
+		}
+	}
+	h.aclIDs = make([]int, len(h.table))
+	for i, c := range h.table {
+		id, ok := h.acl.Catalog().ID(c.name, "")
+		switch {
+		case h.acl.Catalog().HasSubcommands(c.name):
+			h.aclIDs[i] = aclContainer
+		case ok:
+			h.aclIDs[i] = id
+		default:
+			return nil, fmt.Errorf("%w: ACL's catalog lacks %s (build it with ACLCatalog)", ErrConfig, c.name)
 		}
 	}
 	// The subscription lasts as long as the registry: a handler lives as long as its node.
