@@ -121,3 +121,13 @@ func TestServerRefusesAnAddressAfterTooManyFailedAuths(t *testing.T) {
 	got := dialRaw(t, ts.addr).do("AUTH", "s3cret")
 	check(t, "refused", strings.HasPrefix(got, "(error) ERR too many failed AUTH attempts from this address; retry in"), true)
 }
+
+func TestSlowlogRedactsACLSetUserPasswords(t *testing.T) {
+	args := [][]byte{[]byte("ACL"), []byte("SETUSER"), []byte("u"), []byte(">pw"), []byte("on"), []byte("<old")}
+	var got []bool
+	for i := range args {
+		got = append(got, redacted(args, i))
+	}
+	check(t, "redacted", got, []bool{false, false, false, true, false, true})
+	check(t, "other ACL subcommands", redacted([][]byte{[]byte("acl"), []byte("dryrun"), []byte("u"), []byte(">x")}, 3), false)
+}
