@@ -8,14 +8,17 @@ import (
 )
 
 // RuleError is a rule that does not parse or does not apply, with Redis's wording: its
-// Error is what ACL SETUSER replies after "ERR " ("Error in ACL SETUSER modifier
+// Reply is what ACL SETUSER replies after "ERR " ("Error in ACL SETUSER modifier
 // '+foo': Unknown command or category name in ACL").
 type RuleError struct {
 	Rule   string
 	Reason string
 }
 
-func (e *RuleError) Error() string {
+func (e *RuleError) Error() string { return "acl: " + e.Reply() }
+
+// Reply is the error as Redis words it, without "ERR ".
+func (e *RuleError) Reply() string {
 	return fmt.Sprintf("Error in ACL SETUSER modifier '%s': %s", e.Rule, e.Reason)
 }
 
