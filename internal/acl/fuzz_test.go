@@ -24,6 +24,9 @@ func FuzzParseRules(f *testing.F) {
 		if err := env.applyRules(u, splitRules(s)); err != nil {
 			return
 		}
+		if want := naiveAllowed(cat, splitRules(s)); !slices.Equal(u.allowed, want) {
+			t.Fatalf("%q allows %v, applied one by one %v", s, u.allowed, want)
+		}
 		again := newUser("u", cat)
 		if err := env.applyRules(again, u.Rules()); err != nil {
 			t.Fatalf("rendered rules %q do not parse: %v", u.Rules(), err)
