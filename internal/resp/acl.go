@@ -75,6 +75,34 @@ func (h *Handler) permit(dst []byte, c *command, args [][]byte, s *Session, cont
 	return dst, false
 }
 
+// permitQueued checks a transaction's commands again at EXEC, in case the user's rules
+// changed since they were queued. Redis then refuses only the commands no longer allowed
+// and runs the others; kura refuses the whole transaction, which runs as one unit at a
+// key's leader.
+func (h *Handler) permitQueued(dst []byte, cmds [][][]byte, s *Session) ([]byte, bool) {
+	u, ok := h.sessionUser(s)
+	if !ok || u == nil {
+		return appendErr(dst, errNoAuth), false
+	}
+	for _, args := range cmds {
+		c := h.lookup(args[0])
+		if c == nil || c.flags&flagNoAuth != 0 {
+			continue
+		}
+		d := h.check(u, c, args)
+		if d.reason == "" {
+			continue
+		}
+		h.logDenial(s, d.reason, "multi", d.object, u.Name)
+		why := "no permission to execute the '" + d.object + "' command"
+		if d.reason == acl.ReasonKey {
+			why = "no permission to touch the specified keys"
+		}
+		return appendErr(dst, "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: "+why), false
+	}
+	return dst, true
+}
+
 // logDenial adds an ACL LOG entry with s's CLIENT INFO line.
 func (h *Handler) logDenial(s *Session, reason, context, object, user string) {
 	var b strings.Builder

@@ -138,6 +138,9 @@ func cmdExec(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	if failed {
 		return appendErr(dst, errExecAbort)
 	}
+	if dst, ok := h.permitQueued(dst, cmds, s); !ok {
+		return dst
+	}
 	var keys [][]byte
 	for _, w := range watches {
 		keys = append(keys, w.key)
