@@ -273,7 +273,7 @@ func TestAdminEndpointsRefuseUnauthenticatedChanges(t *testing.T) {
 	}
 	s := Serve(ln, Config{Engine: eng, Registry: NewRegistry(eng), Draining: func() bool { return false },
 		Rebuild: func() (bool, error) { rebuilds++; return true, nil },
-		Auth: func(user, pass string) error {
+		Auth: func(user, pass, _ string) error {
 			switch {
 			case user == "root" && pass == "s3cret":
 				return nil

@@ -49,12 +49,12 @@ type Config struct {
 	Tiers *Tiers
 	// Engine's report of its store answers /debug/store (engine.Reporter).
 	Engine engine.Engine
-	// Auth, when set, guards every endpoint but /metrics and /healthz: a request must
-	// carry HTTP Basic credentials of a user allowed the admin category, which Auth checks
-	// (nil: allowed; ErrUnauthenticated for credentials that do not verify; any other error
-	// for a user who lacks the permission). Nil leaves every endpoint open, as a node
-	// without users is (a node on loopback, or started with --insecure).
-	Auth   func(user, password string) error
+	// Auth, when set, guards every endpoint but /metrics and /healthz: it gets the HTTP
+	// Basic credentials of the request ("" and "" when it has none) and the client's
+	// address, and returns nil to let the request through, ErrUnauthenticated (wrapped or
+	// not) for missing or wrong credentials, or any other error for a user who lacks the
+	// permission. Nil leaves every endpoint open.
+	Auth   func(user, password, remote string) error
 	Logger *slog.Logger
 }
 
@@ -76,12 +76,10 @@ func (cfg *Config) guard(h http.Handler) http.Handler {
 			return
 		}
 		user, pass, ok := r.BasicAuth()
-		if !ok {
+		switch err := cfg.Auth(user, pass, r.RemoteAddr); {
+		case errors.Is(err, ErrUnauthenticated) && !ok:
 			w.Header().Set("WWW-Authenticate", `Basic realm="kura admin", charset="UTF-8"`)
 			http.Error(w, "authentication required: give a user allowed the admin category (kura admin --user NAME --password ...)\n", http.StatusUnauthorized)
-			return
-		}
-		switch err := cfg.Auth(user, pass); {
 		case errors.Is(err, ErrUnauthenticated):
 			w.Header().Set("WWW-Authenticate", `Basic realm="kura admin", charset="UTF-8"`)
 			http.Error(w, err.Error()+"\n", http.StatusUnauthorized)

@@ -37,6 +37,7 @@ type Config struct {
 	Listen           string        `yaml:"listen"`
 	AdminListen      string        `yaml:"admin_listen"`
 	Password         string        `yaml:"password"`
+	ACLFile          string        `yaml:"acl_file"`
 	Durability       string        `yaml:"durability"`
 	SyncInterval     time.Duration `yaml:"sync_interval"`
 	TombstoneGrace   time.Duration `yaml:"tombstone_grace"`
@@ -288,7 +289,11 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory holding the node's data; created if missing, locked while the node runs")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the Redis-protocol (RESP2 and RESP3) listener")
 	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "address of the admin HTTP listener (/metrics, /healthz); empty disables it")
-	fs.StringVar(&c.Password, "password", c.Password, "password clients must give with AUTH; empty means no authentication")
+	fs.StringVar(&c.Password, "password", c.Password, "the default user's password, which clients must give with AUTH (Redis's requirepass); empty means no authentication unless --acl-file says otherwise")
+	// With both: the file wins for the default user when it has a "user default" line
+	// (Redis's way: users come from the ACL file); without one, the default user is
+	// Redis's with --password. The node loads the file at start.
+	fs.StringVar(&c.ACLFile, "acl-file", c.ACLFile, "file of users and their ACL rules in Redis's format (\"user <name> <rules...>\" lines), loaded at start (the node refuses to start if it does not parse), reread by ACL LOAD, written by ACL SAVE; empty keeps users in memory only. A \"user default\" line in it overrides --password")
 	fs.StringVar(&c.Durability, "durability", c.Durability, "sync: a write is acknowledged once fsynced (concurrent writers share one fsync); periodic: fsync every --sync-interval, a machine crash may lose that interval's acknowledged writes")
 	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync period in periodic durability")
 	fs.DurationVar(&c.TombstoneGrace, "tombstone-grace", c.TombstoneGrace, "how long deletes and expired cells are kept before a rewrite may drop them")
@@ -551,16 +556,16 @@ func (c *Config) validateTLS() error {
 // --insecure; Redis's open defaults are how exposed servers were taken over).
 func (c *Config) Unprotected() []string {
 	var bad []string
-	auth := c.Password != ""
+	auth := c.Password != "" || c.ACLFile != ""
 	if c.PlaintextClients && exposed(c.Listen) {
 		bad = append(bad, fmt.Sprintf("RESP listens on %s in plain text: serve clients with TLS only (--tls-port with --tls-cert-file, "+
 			"--tls-key-file and --tls-ca-cert-file, and --plaintext-clients=false) or listen on loopback", c.Listen))
 	}
 	if c.TLSPort != 0 && exposed(c.TLSListen()) && !auth {
-		bad = append(bad, fmt.Sprintf("RESP over TLS on %s asks no password: set --password (the default user's)", c.TLSListen()))
+		bad = append(bad, fmt.Sprintf("RESP over TLS on %s asks no password: set --password (the default user's) or --acl-file", c.TLSListen()))
 	}
 	if c.AdminListen != "" && exposed(c.AdminListen) && (!c.AdminTLS || !auth) {
-		bad = append(bad, fmt.Sprintf("the admin endpoints on %s need --admin-tls and users (--password) or a loopback --admin-listen", c.AdminListen))
+		bad = append(bad, fmt.Sprintf("the admin endpoints on %s need --admin-tls and users (--password or --acl-file) or a loopback --admin-listen", c.AdminListen))
 	}
 	if c.Clustered() && exposed(c.InternodeListen) && !c.TLSInternode {
 		bad = append(bad, fmt.Sprintf("the internode port %s needs --tls-internode (mutual TLS with node certificates)", c.InternodeListen))

@@ -48,6 +48,7 @@ var errorCodes = []struct {
 	{12, meta.ErrNotMoved},
 	{13, meta.ErrVoters},
 	{14, meta.ErrCorrupt},
+	{15, meta.ErrACLChanged},
 	{100, errNotLeader},
 	{101, ErrClosed},
 	{102, ErrTimeout},

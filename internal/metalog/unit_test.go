@@ -152,7 +152,7 @@ var metaSentinels = map[string]error{
 	"ErrInvalid": meta.ErrInvalid, "ErrMember": meta.ErrMember, "ErrStaleEpoch": meta.ErrStaleEpoch,
 	"ErrChangeInFlight": meta.ErrChangeInFlight, "ErrOverlap": meta.ErrOverlap, "ErrNoChange": meta.ErrNoChange,
 	"ErrTooFewLive": meta.ErrTooFewLive, "ErrNoSource": meta.ErrNoSource, "ErrTransfers": meta.ErrTransfers,
-	"ErrNotMoved": meta.ErrNotMoved, "ErrVoters": meta.ErrVoters, "ErrCorrupt": meta.ErrCorrupt,
+	"ErrNotMoved": meta.ErrNotMoved, "ErrVoters": meta.ErrVoters, "ErrCorrupt": meta.ErrCorrupt, "ErrACLChanged": meta.ErrACLChanged,
 }
 
 func TestEveryMetaErrorHasACode(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kuradb/kura/internal/acl"
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cert"
 	"github.com/kuradb/kura/internal/cluster"
@@ -82,7 +83,13 @@ type clusterNode struct {
 	purge     *purgeHistory // the ranges repaired with all their replicas (purge.go)
 
 	peers *transport.Pool // clients to the other members, by node ID
-	tls   *cert.Source    // the node certificate, for --tls-internode; nil without TLS
+
+	// users are the node's (Node.users); usersVersion is the metadata log's user record
+	// installed in them last (users.go), under usersMu.
+	users        *acl.Registry
+	usersMu      sync.Mutex
+	usersVersion uint64
+	tls          *cert.Source // the node certificate, for --tls-internode; nil without TLS
 
 	changed chan struct{}
 	stop    chan struct{}
@@ -94,9 +101,9 @@ type clusterNode struct {
 // internodeVersion is the newest internode frame version it speaks (0: the newest; see
 // hooks).
 func startCluster(cfg config.Config, log *slog.Logger, d *datadir.Dir, eng engine.Engine, clock *hlc.Clock, self cluster.Member,
-	reg prometheus.Registerer, internodeVersion int, purge *purgeHistory, tls *cert.Source) (*clusterNode, error) {
+	reg prometheus.Registerer, internodeVersion int, purge *purgeHistory, tls *cert.Source, users *acl.Registry) (*clusterNode, error) {
 	nc := &nodeClock{Clock: clock, maxOffset: cfg.MaxClockOffset}
-	c := &clusterNode{cfg: cfg, log: log, removed: make(chan error, 1), self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
+	c := &clusterNode{cfg: cfg, log: log, users: users, removed: make(chan error, 1), self: self.ID, dir: d.Path(), handler: &replica.Handler{Engine: eng}, clock: nc,
 		internodeVersion: internodeVersion, changed: make(chan struct{}, 1), stop: make(chan struct{}), purge: purge}
 	if cfg.TLSInternode {
 		c.tls = tls

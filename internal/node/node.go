@@ -13,7 +13,6 @@ package node
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuradb/kura/internal/access"
+	"github.com/kuradb/kura/internal/acl"
 	"github.com/kuradb/kura/internal/admin"
 	"github.com/kuradb/kura/internal/cert"
 	"github.com/kuradb/kura/internal/cluster"
@@ -63,6 +63,7 @@ type Node struct {
 	eng      engine.Engine
 	resp     *resp.Server
 	respLn   net.Listener
+	users    *acl.Registry // the users RESP, the admin endpoints and, in a cluster, the metadata log share
 	respDone chan error
 	tls      *cert.Source // the node's certificate files, nil without TLS (--tls-port, --tls-internode)
 	tlsLn    net.Listener // the RESP TLS listener (--tls-port), or nil
@@ -173,6 +174,9 @@ func (n *Node) start() (err error) {
 	if err := n.listenTLS(); err != nil {
 		return err
 	}
+	if n.users, err = openUsers(cfg); err != nil {
+		return err
+	}
 	if cfg.AdminListen != "" {
 		var ln net.Listener
 		if cfg.AdminTLS {
@@ -193,13 +197,17 @@ func (n *Node) start() (err error) {
 	}
 	var store resp.Store = localStore{n.eng} // the engine, and SCAN over it
 	if cfg.Clustered() {
-		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion, n.purge, n.tls); err != nil {
+		if n.cluster, err = startCluster(cfg, log, n.dir, n.eng, clock, n.member(), reg, n.hooks.internodeVersion, n.purge, n.tls, n.users); err != nil {
 			return err
 		}
 		store = n.cluster.store
 		n.clusterP.Store(n.cluster)
 	}
-	if n.resp, err = resp.New(n.respConfig(clock, reg, store)); err != nil {
+	rc, err := n.respConfig(clock, reg, store)
+	if err != nil {
+		return err
+	}
+	if n.resp, err = resp.New(rc); err != nil {
 		return err
 	}
 	if n.cluster != nil {
@@ -282,12 +290,36 @@ func clusterErrorPrefix(err error) string {
 	return ""
 }
 
-func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store resp.Store) resp.Config {
+// openUsers makes the node's users: the default user with --password, then --acl-file's
+// users when set (a "user default" line in the file wins over --password); a file that
+// does not parse stops the node from starting. In a cluster the metadata log's record of
+// the users replaces them once it exists (users.go).
+func openUsers(cfg config.Config) (*acl.Registry, error) {
+	users, err := resp.NewACLRegistry(cfg.Password)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ACLFile != "" {
+		if err := resp.LoadACLFile(users, cfg.ACLFile); err != nil {
+			return nil, fmt.Errorf("node: --acl-file: %w", err)
+		}
+	}
+	return users, nil
+}
+
+func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store resp.Store) (resp.Config, error) {
+	users := n.users
+	var commit func(context.Context, acl.Change) error
+	if c := n.cluster; c != nil && c.rl != nil {
+		commit = c.commitACL
+	}
 	return resp.Config{
+		ACLCommit:       commit,
 		Store:           store,
 		ErrorPrefix:     clusterErrorPrefix,
 		Clock:           clock,
-		Password:        n.cfg.Password,
+		ACL:             users,
+		ACLFile:         n.cfg.ACLFile,
 		KeysEstimate:    n.keysEstimate,
 		Info:            n.infoSections,
 		Topology:        n.topology,
@@ -305,7 +337,7 @@ func (n *Node) respConfig(clock *hlc.Clock, reg prometheus.Registerer, store res
 		// its default and 1µs for every command.
 		SlowlogThreshold: cmp.Or(n.cfg.SlowlogThreshold, time.Microsecond),
 		SlowlogMaxLen:    n.cfg.SlowlogMaxLen,
-	}
+	}, nil
 }
 
 // topology answers KURA.TOPOLOGY: the cluster status of /cluster, as JSON.
@@ -487,18 +519,4 @@ func (n *Node) closeAll(ctx context.Context) error {
 		errs = append(errs, n.dir.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// adminAuth is the admin endpoints' check of a user (admin.Config.Auth): nil, the
-// endpoints open, when clients need no password.
-func (n *Node) adminAuth() func(user, password string) error {
-	if n.cfg.Password == "" {
-		return nil
-	}
-	return func(user, password string) error {
-		if user != "default" || subtle.ConstantTimeCompare([]byte(password), []byte(n.cfg.Password)) != 1 {
-			return admin.ErrUnauthenticated
-		}
-		return nil
-	}
 }

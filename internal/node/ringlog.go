@@ -144,6 +144,7 @@ func (c *clusterNode) openRingLog(raftLn net.Listener) (*ringLog, error) {
 	st := rl.log.State()
 	rl.state.CompareAndSwap(nil, st) // unless the log delivered a newer one already
 	st = rl.state.Load()
+	c.installUsers(st) // the cluster's record wins over --acl-file (users.go)
 	if c.handler.Engine.Role() == ring.InMemory && st.Change != nil {
 		// An in-memory replica lost what it streamed: start its transfers over.
 		_ = rl.streamer.Discard(st.Change.ID)
@@ -162,6 +163,7 @@ func (rl *ringLog) onState(st *meta.State) {
 	}
 	rl.state.Store(st)
 	rl.apply(st)
+	rl.c.installUsers(st)
 	select {
 	case rl.kick <- struct{}{}:
 	default:

@@ -1,11 +1,12 @@
 package resp
 
 import (
-	"crypto/subtle"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/match"
+
+	"github.com/kuradb/kura/internal/acl"
 )
 
 // PING [message]
@@ -55,7 +56,7 @@ func (h *Handler) keys() (int64, bool) {
 	return h.cfg.KeysEstimate()
 }
 
-// AUTH [username] password, for the default user only.
+// AUTH [username] password: the default user without username (see acl.go).
 func cmdAuth(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	var user, pass []byte
 	switch len(args) {
@@ -66,26 +67,16 @@ func cmdAuth(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	default:
 		return appendSyntaxErr(dst)
 	}
-	if user == nil && h.cfg.Password == "" {
-		return appendErr(dst, errNoPassword)
+	if user == nil {
+		if u := h.acl.Snapshot().User(acl.DefaultUser); u != nil && u.NoPass {
+			return appendErr(dst, errNoPassword)
+		}
 	}
-	if !h.authenticate(user, pass) {
-		return appendErr(dst, errWrongPass)
+	dst, ok := h.authenticate(dst, s, user, pass, string(args[0]))
+	if !ok {
+		return dst
 	}
-	s.authed = true
 	return appendOK(dst)
-}
-
-// authenticate checks credentials for the default user, the only one kura has; without a
-// configured password the default user takes any password, as Redis's "nopass" does.
-func (h *Handler) authenticate(user, pass []byte) bool {
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if h.cfg.Password == "" {
-		return true
-	}
-	return subtle.ConstantTimeCompare(pass, []byte(h.cfg.Password)) == 1
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]] switches the connection to
@@ -109,12 +100,11 @@ func cmdHello(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 		return dst
 	}
 	if user != nil {
-		if !h.authenticate(user, pass) {
-			return appendErr(dst, errWrongPass)
+		if dst, ok = h.authenticate(dst, s, user, pass, "AUTH"); !ok {
+			return dst
 		}
-		s.authed = true
 	}
-	if !s.authed {
+	if s.username == "" {
 		return appendErr(dst, errHelloNoAuth)
 	}
 	s.setInfo(func() {

@@ -64,8 +64,9 @@ func (c *clientRegistry) byID(id int64) *Session {
 // safe to call from any goroutine, more than once. The driver calls EndSession when the
 // connection ends.
 func (h *Handler) NewConnSession(addr, laddr string, closeConn func()) *Session {
-	s := &Session{id: h.nextID.Add(1), authed: h.cfg.Password == "", proto: resp2,
+	s := &Session{id: h.nextID.Add(1), proto: resp2,
 		addr: addr, laddr: laddr, created: h.cfg.Ticks(), closeConn: closeConn}
+	h.startUser(s)
 	s.lastSeen.Store(s.created)
 	h.clientList.add(s)
 	return s
@@ -73,6 +74,13 @@ func (h *Handler) NewConnSession(addr, laddr string, closeConn func()) *Session 
 
 // EndSession removes an ended connection's session from CLIENT LIST.
 func (h *Handler) EndSession(s *Session) { h.clientList.remove(s) }
+
+// userName is the user s is authenticated as, "" for none; safe from any goroutine.
+func (s *Session) userName() string {
+	s.info.Lock()
+	defer s.info.Unlock()
+	return s.username
+}
 
 // setInfo runs f, which changes what CLIENT LIST shows of s, under s's info lock.
 func (s *Session) setInfo(f func()) {
@@ -86,17 +94,20 @@ func (s *Session) setInfo(f func()) {
 // ("client|list" when s is the caller).
 func (h *Handler) clientLine(b *strings.Builder, s *Session, now int64) {
 	s.info.Lock()
-	name, libName, libVer, p := s.name, s.libName, s.libVer, s.proto
+	name, libName, libVer, p, user := s.name, s.libName, s.libVer, s.proto, s.username
 	s.info.Unlock()
 	cmd := "NULL"
 	if c := s.lastCmd.Load(); c != nil {
 		cmd = *c
 	}
+	if user == "" {
+		user = "default" // as Redis shows connections that have not authenticated yet
+	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	b.WriteString("id=" + i64(s.id) + " addr=" + s.addr + " laddr=" + s.laddr + " name=" + name)
 	b.WriteString(" age=" + i64(max(now-s.created, 0)/microsPerSecond))
 	b.WriteString(" idle=" + i64(max(now-s.lastSeen.Load(), 0)/microsPerSecond))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 cmd=" + cmd + " user=default redir=-1")
+	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 cmd=" + cmd + " user=" + user + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(p)) + " lib-name=" + libName + " lib-ver=" + libVer)
 }
 
@@ -169,6 +180,7 @@ type killFilter struct {
 	id          int64
 	typ         clientType
 	addr, laddr []byte
+	user        []byte
 	skipMe      bool
 }
 
@@ -178,6 +190,7 @@ func (f *killFilter) matches(c, caller *Session) bool {
 		f.typ == typeOther,
 		f.addr != nil && c.addr != string(f.addr),
 		f.laddr != nil && c.laddr != string(f.laddr),
+		f.user != nil && c.userName() != string(f.user),
 		f.skipMe && c == caller:
 		return false
 	}
@@ -192,7 +205,7 @@ func clientKill(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	f := killFilter{skipMe: true}
 	if len(args) == 3 {
 		f = killFilter{addr: args[2]}
-	} else if dst, ok := parseKillFilter(dst, args[2:], &f); !ok {
+	} else if dst, ok := h.parseKillFilter(dst, args[2:], &f); !ok {
 		return dst
 	}
 	killed := 0
@@ -211,7 +224,7 @@ func clientKill(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 }
 
 // parseKillFilter parses CLIENT KILL's option-value pairs with Redis's checks and texts.
-func parseKillFilter(dst []byte, opts [][]byte, f *killFilter) ([]byte, bool) {
+func (h *Handler) parseKillFilter(dst []byte, opts [][]byte, f *killFilter) ([]byte, bool) {
 	for i := 0; i < len(opts); i += 2 {
 		if i+1 >= len(opts) {
 			return appendSyntaxErr(dst), false
@@ -231,9 +244,10 @@ func parseKillFilter(dst []byte, opts [][]byte, f *killFilter) ([]byte, bool) {
 			}
 			f.typ = t
 		case equalFold(o, "user"):
-			if string(v) != "default" { // kura's only user
+			if h.acl.Snapshot().User(string(v)) == nil {
 				return appendErrf(dst, "ERR No such user '%s'", sanitize(v)), false
 			}
+			f.user = v
 		case equalFold(o, "addr"):
 			f.addr = v
 		case equalFold(o, "laddr"):
@@ -260,7 +274,7 @@ func (h *Handler) kill(c, caller *Session) bool {
 	if !h.clientList.remove(c) {
 		return false
 	}
-	if c == caller {
+	if c == caller && caller != nil {
 		c.quit = true
 		return true
 	}

@@ -143,6 +143,8 @@ func commandTable() []*command {
 		{"flushall", -1, flagWrite, 0, 0, 0, "server", "1.0.0", "O(N) where N is the number of keys in the cluster.", "Removes all keys from all databases: every node's (it needs every node up).", cmdFlush, 0},
 		{"latency", -2, 0, 0, 0, 0, "server", "2.8.13", "Depends on subcommand.", "A container for latency diagnostics commands.", cmdLatency, 0},
 		{"slowlog", -2, 0, 0, 0, 0, "server", "2.2.12", "Depends on subcommand.", "A container for slow log commands.", cmdSlowlog, 0},
+		// Users and permissions (acl.go, aclcmd.go).
+		{"acl", -2, 0, 0, 0, 0, "server", "6.0.0", "Depends on subcommand.", "A container for Access List Control commands.", cmdACL, 0},
 	}
 }
 

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kuradb/kura/internal/acl"
 	"github.com/kuradb/kura/internal/engine"
 	"github.com/kuradb/kura/internal/hlc"
 	"github.com/kuradb/kura/internal/row"
@@ -95,9 +97,27 @@ type Config struct {
 	// to a clock on the system time; a node passes its own so that every front end and
 	// the coordinator share one.
 	Clock *hlc.Clock
-	// Password, when not empty, makes every command but AUTH, HELLO and QUIT answer
-	// -NOAUTH until the connection authenticates as the default user.
+	// Password, when not empty, is the default user's password (Redis's requirepass:
+	// ">password" on top of "on nopass ~* &* +@all"), so that every command but AUTH,
+	// HELLO and QUIT answers -NOAUTH until the connection authenticates. Only used when
+	// ACL is nil: a caller that passes a registry gives it the password itself
+	// (NewACLRegistry).
 	Password string
+	// ACL holds the users and their rules (package acl; see acl.go and
+	// docs/design/acl.md). Nil makes a registry of the handler's own with only the default
+	// user (NewACLRegistry(Password)). Several handlers may share one.
+	ACL *acl.Registry
+	// ACLCommit, when set, is how ACL SETUSER, DELUSER and LOAD change the users: it is
+	// given the prepared change (cleartext passwords already hashed) and must apply it to
+	// ACL, on this node and, in a cluster, on every node (the lead's metadata log proposes
+	// it and applies it everywhere with acl.Registry.Apply); the command replies when it
+	// returns, with its error if any. ctx bounds the wait (10 s). Nil applies changes to
+	// ACL directly. Either way nothing is written to ACLFile until ACL SAVE, as in Redis.
+	ACLCommit func(ctx context.Context, ch acl.Change) error
+	// ACLFile is the ACL file ACL SAVE writes and ACL LOAD reads (Redis's format, see
+	// package acl); "" makes both errors. Loading it at start is the caller's job
+	// (LoadACLFile), before the handler serves.
+	ACLFile string
 	// KeysEstimate returns the number of stored rows for DBSIZE and INFO keyspace (in a
 	// cluster, the whole cluster's), and whether it is exact. Nil reports 0.
 	KeysEstimate func() (n int64, exact bool)

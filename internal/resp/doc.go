@@ -194,6 +194,16 @@
 // Redis allows the empty key; kura rows do not (row.ValidateKey), so reads of "" find
 // nothing and writes of "" are rejected with an error reply.
 //
+// # Users and ACLs
+//
+// Connections authenticate as users (AUTH [user] password, HELLO ... AUTH) whose Redis ACL
+// rules package acl holds; every command is checked before it runs, by command, category
+// and keys (acl.go), with Redis's NOAUTH, WRONGPASS and NOPERM replies. The default user
+// is Redis's (on, nopass, everything) with Config.Password as its password. ACL SETUSER,
+// GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, LOG, GENPASS, DRYRUN, SAVE and LOAD are
+// implemented (aclcmd.go); changes go through Config.ACLCommit when a cluster sets it.
+// Connections of users deleted or turned off are closed. See docs/design/acl.md.
+//
 // # Differences from Redis
 //
 // Only db 0 exists. DBSIZE and INFO keyspace report the store's row estimate (which may
@@ -218,11 +228,11 @@
 // CLIENT LIST (TYPE, ID) and CLIENT INFO print Redis 7's fields that mean something in
 // kura (id, addr, laddr, name, age, idle, flags, db, sub, psub, ssub, cmd, user, redir,
 // resp, lib-name, lib-ver); every client is of type normal. CLIENT KILL takes the old
-// ip:port form and the filters ID, TYPE, USER (only "default" exists), ADDR, LADDR and
+// ip:port form and the filters ID, TYPE, USER, ADDR, LADDR and
 // SKIPME; a killed connection is closed at once, the caller's own after its reply. The
 // slow log (SLOWLOG GET, LEN, RESET) keeps the last Config.SlowlogMaxLen commands that
 // took Config.SlowlogThreshold or more, as Redis's (arguments cut at 32 and 128 bytes,
-// AUTH's secrets redacted), timed in the handler from the start of execution to the
+// AUTH's secrets and ACL SETUSER's cleartext passwords redacted), timed in the handler from the start of execution to the
 // reply, store included. LATENCY HISTOGRAM reports every command's latencies in
 // power-of-two microsecond buckets, as Redis 7; LATENCY LATEST, HISTORY, RESET and
 // DOCTOR report spikes, which are the slow log's commands, by command name (Redis names

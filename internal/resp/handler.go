@@ -1,10 +1,12 @@
 package resp
 
 import (
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
+	"github.com/kuradb/kura/internal/acl"
 	"github.com/kuradb/kura/internal/row"
 )
 
@@ -20,6 +22,8 @@ type Handler struct {
 	started  int64               // clock.Physical() at NewHandler, for INFO uptime
 	maxField int                 // largest hash field name: MaxKeyBytes capped for the column prefix
 	locks    keyLocks            // serializes leader commands per key (leader.go)
+	acl      *acl.Registry       // users (acl.go): Config.ACL, or one of its own
+	aclIDs   []int               // per command id, its entry in acl's catalog; aclContainer for containers
 
 	clientList clientRegistry // open sessions, for CLIENT LIST and KILL (client.go)
 	rng        lockedRand     // HRANDFIELD's randomness (hashcmds.go)
@@ -48,6 +52,25 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.byName[c.name] = c
 	}
 	h.locks.seed = maphash.MakeSeed()
+	if h.acl = cfg.ACL; h.acl == nil {
+		if h.acl, err = NewACLRegistry(cfg.Password); err != nil {
+			return nil, err
+		}
+	}
+	h.aclIDs = make([]int, len(h.table))
+	for i, c := range h.table {
+		id, ok := h.acl.Catalog().ID(c.name, "")
+		switch {
+		case h.acl.Catalog().HasSubcommands(c.name):
+			h.aclIDs[i] = aclContainer
+		case ok:
+			h.aclIDs[i] = id
+		default:
+			return nil, fmt.Errorf("%w: ACL's catalog lacks %s (build it with ACLCatalog)", ErrConfig, c.name)
+		}
+	}
+	// The subscription lasts as long as the registry: a handler lives as long as its node.
+	h.acl.Subscribe(h.closeRevoked)
 	h.initObservers(cfg)
 	h.started = cfg.Clock.Physical()
 	h.maxField = min(cfg.MaxKeyBytes, row.MaxColumnNameSize-1)
@@ -58,14 +81,19 @@ func NewHandler(cfg Config) (*Handler, error) {
 // quit, and scratch space reused across its commands. It is not safe for concurrent use:
 // one connection runs one command at a time.
 type Session struct {
-	id      int64
-	addr    string // remote address, set by the Server
-	authed  bool
-	quit    bool
-	proto   proto // the RESP version of its replies, RESP2 until HELLO 3
-	name    string
-	libName string
-	libVer  string
+	id   int64
+	addr string // remote address, set by the Server
+	// The user it is authenticated as (acl.go): username ("" for none) is written under
+	// info; user is resolved again from snap's successors when the registry changes.
+	username    string
+	user        *acl.User
+	snap        *acl.Snapshot
+	aclChanging atomic.Bool // in an ACL command that changes the registry (aclcmd.go)
+	quit        bool
+	proto       proto // the RESP version of its replies, RESP2 until HELLO 3
+	name        string
+	libName     string
+	libVer      string
 
 	// What other connections' CLIENT LIST and KILL see (client.go): name, libName, libVer
 	// and proto are written under info, the last command and its start atomically.
@@ -99,8 +127,8 @@ type Session struct {
 	usedCells int
 }
 
-// NewSession returns the state of a new connection. It starts authenticated when no
-// password is configured.
+// NewSession returns the state of a new connection. It starts authenticated as the
+// default user when that user is on and needs no password.
 func (h *Handler) NewSession() *Session { return h.NewConnSession("", "", nil) }
 
 // Quit reports whether the client sent QUIT: the driver sends the reply, then closes.
@@ -135,10 +163,11 @@ func (h *Handler) lookup(name []byte) *command {
 }
 
 // exec runs a looked-up command: c is nil for unknown commands. The checks come in
-// Redis's order (unknown, arity, authentication) so that error replies match.
+// Redis's order (unknown, arity, authentication, permissions) so that error replies
+// match. AUTH, HELLO and QUIT (no_auth) are not checked against ACL rules, as in Redis.
 func (h *Handler) exec(dst []byte, c *command, args [][]byte, s *Session) []byte {
 	h.commands.Add(1)
-	if s.multi && (c == nil || !txControl(c.name)) && s.authed {
+	if s.multi && (c == nil || !txControl(c.name)) && s.username != "" {
 		return h.queue(dst, c, args, s)
 	}
 	switch {
@@ -146,10 +175,16 @@ func (h *Handler) exec(dst []byte, c *command, args [][]byte, s *Session) []byte
 		return appendUnknownCommand(dst, args)
 	case !arityOK(c.arity, len(args)):
 		return appendArityErr(dst, c.name)
-	case !s.authed && c.flags&flagNoAuth == 0:
+	case s.username == "" && c.flags&flagNoAuth == 0:
 		return appendErr(dst, errNoAuth)
 	case len(args) > h.cfg.MaxArgs:
 		return appendErrf(dst, "ERR too many arguments: %d, max-args is %d", len(args), h.cfg.MaxArgs)
+	}
+	if c.flags&flagNoAuth == 0 {
+		var ok bool
+		if dst, ok = h.permit(dst, c, args, s, "toplevel"); !ok {
+			return dst
+		}
 	}
 	start := h.began(c, args, s)
 	if c.flags&flagLeader != 0 {

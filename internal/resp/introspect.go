@@ -95,27 +95,13 @@ func appendCommandInfo(dst []byte, c *command) []byte {
 	return appendArray(appendArray(appendArray(dst, 0), 0), 0)
 }
 
-// categories derives the command's ACL categories from its flags and group.
+// categories lists the command's ACL categories (categories.go), in Redis's order.
 func (c *command) categories() []string {
-	var out []string
-	switch {
-	case c.flags&flagWrite != 0:
-		out = append(out, "@write")
-	case c.flags&flagReadonly != 0:
-		out = append(out, "@read")
+	names := commandCategories(c).Names()
+	for i, n := range names {
+		names[i] = "@" + n
 	}
-	switch c.group {
-	case "string", "hash":
-		out = append(out, "@"+c.group)
-	case "generic":
-		out = append(out, "@keyspace")
-	case "connection":
-		out = append(out, "@connection")
-	}
-	if c.flags&flagFast != 0 {
-		return append(out, "@fast")
-	}
-	return append(out, "@slow")
+	return names
 }
 
 // commandDocs replies with a map of name to docs, each a map of summary, since, group,

@@ -309,5 +309,5 @@ type subName struct{ name, full string }
 // containers are the container commands' subcommands, by container.
 var containers = map[string][]subcommand{
 	"client": clientSubs, "command": commandSubs, "config": configSubs, "object": objectSubs,
-	"memory": memorySubs, "latency": latencySubs, "slowlog": slowlogSubs,
+	"memory": memorySubs, "latency": latencySubs, "slowlog": slowlogSubs, "acl": aclSubcommands,
 }

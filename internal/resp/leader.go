@@ -136,7 +136,7 @@ func (h *Handler) runLocked(dst []byte, req *LeaderRequest, keys [][]byte, watch
 	unlock := h.locks.lock(keys)
 	defer unlock()
 	tx := &txStore{base: store, level: req.Level}
-	run := Session{id: -1, authed: true, proto: resp2, consistency: req.Level, store: tx}
+	run := Session{id: -1, proto: resp2, consistency: req.Level, store: tx}
 	if req.Proto == 3 {
 		run.proto = resp3
 	}

@@ -42,6 +42,10 @@ func (h *Handler) queue(dst []byte, c *command, args [][]byte, s *Session) []byt
 		s.multiErr = true
 		return appendErrf(dst, "ERR too many arguments: %d, max-args is %d", len(args), h.cfg.MaxArgs)
 	}
+	if dst, ok := h.permit(dst, c, args, s, "multi"); !ok {
+		s.multiErr = true
+		return dst
+	}
 	cp := make([][]byte, len(args))
 	for i, a := range args {
 		cp[i] = bytes.Clone(a)
@@ -133,6 +137,9 @@ func cmdExec(h *Handler, dst []byte, args [][]byte, s *Session) []byte {
 	s.endMulti()
 	if failed {
 		return appendErr(dst, errExecAbort)
+	}
+	if dst, ok := h.permitQueued(dst, cmds, s); !ok {
+		return dst
 	}
 	var keys [][]byte
 	for _, w := range watches {

@@ -91,14 +91,16 @@ func slowlogArgs(args [][]byte) [][]byte {
 	return out
 }
 
-// redacted reports whether argument i of a command is a secret: AUTH's arguments, and the
-// two after HELLO's AUTH.
+// redacted reports whether argument i of a command is a secret: AUTH's arguments, the
+// two after HELLO's AUTH, and ACL SETUSER's cleartext password rules (">pw", "<pw").
 func redacted(args [][]byte, i int) bool {
 	switch {
 	case i == 0:
 		return false
 	case equalFold(args[0], "auth"):
 		return true
+	case equalFold(args[0], "acl"):
+		return i >= 3 && len(args[i]) > 0 && (args[i][0] == '>' || args[i][0] == '<') && equalFold(args[1], "setuser")
 	case equalFold(args[0], "hello"):
 		for j := 2; j < i && j < len(args); j++ {
 			if equalFold(args[j], "auth") && i <= j+2 {
