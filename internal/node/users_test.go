@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/internal/cluster"
+	"github.com/kuradb/kura/internal/meta"
 )
 
 // Users are cluster-wide: ACL SETUSER on one node lets the user in on every node within a
@@ -171,5 +174,19 @@ func TestClusterUsersWinOverTheACLFileAtRestart(t *testing.T) {
 	s := n.users.Snapshot()
 	if s.User("fromlog") == nil || s.User("fromfile") == nil || s.User("edited") != nil {
 		t.Fatalf("after a restart with an edited file the users are %v; want the cluster's (fromlog, fromfile)", s.Users())
+	}
+}
+
+// A node whose build reads no user records (meta entry version below 3) holds up
+// cluster-wide user changes while it is a live member; a dead one or a non-member does not.
+func TestUserChangesWaitForEveryLiveMemberToReadThem(t *testing.T) {
+	st := &meta.State{Members: []meta.Member{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}}
+	v := meta.EntryVersionUsers
+	if old := oldUserReaders(st, []cluster.Member{{ID: "n1", Up: true, MetaVersion: v}, {ID: "n2", Up: true, MetaVersion: v},
+		{ID: "n3", MetaVersion: meta.EntryVersionHandoffs}, {ID: "n9", Up: true}}); len(old) != 0 {
+		t.Fatalf("a dead member and a non-member held changes up: %v", old)
+	}
+	if old := oldUserReaders(st, []cluster.Member{{ID: "n1", Up: true, MetaVersion: v}, {ID: "n2", Up: true, MetaVersion: meta.EntryVersionHandoffs}}); len(old) != 1 || old[0] != "n2" {
+		t.Fatalf("a live member of an older build: %v, want n2", old)
 	}
 }
