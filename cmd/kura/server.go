@@ -63,8 +63,8 @@ func runServer(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	log.Info("kura node ready", "id", n.ID(), "host", n.Host(), "rack", n.Rack(), "engine", cfg.Engine, "listen", n.Addr(), "tls_listen", n.TLSAddr(),
-		"tls_internode", cfg.TLSInternode, "admin", n.AdminAddr(), "data_dir", cfg.DataDir, "durability", cfg.Durability)
+	log.Info("kura node ready", "id", n.ID(), "host", n.Host(), "rack", n.Rack(), "engine", cfg.Engine, "listen", n.Addr(), "admin", n.AdminAddr(),
+		"tls_listen", n.TLSAddr(), "tls_internode", cfg.TLSInternode, "data_dir", cfg.DataDir, "durability", cfg.Durability)
 	var removed error
 	select {
 	case <-ctx.Done():
