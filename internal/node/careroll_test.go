@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kuradb/kura/internal/cert"
+	"github.com/kuradb/kura/internal/config"
 )
 
 // TestRollingChangeOfCAOnARunningCluster follows docs/design/security.md's steps on a
@@ -48,16 +49,10 @@ func TestRollingChangeOfCAOnARunningCluster(t *testing.T) {
 		}
 	}
 	start := func(host, seed, dir string) *Node {
-		cfg := clusterConfig(t, host, seed)
-		cfg.JoinBatchWindow, cfg.NumTokens = time.Second, 4
-		useTLS(&cfg, dir)
-		cfg.TLSInternode = true
-		n, err := Start(cfg, keptLog(t, host))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Shutdown(context.Background()) })
-		return n
+		return startMember(t, host, seed, func(cfg *config.Config) {
+			useTLS(cfg, dir)
+			cfg.TLSInternode = true
+		})
 	}
 	hosts := []string{"h1", "h2", "h3"}
 	dirs := map[string]string{}

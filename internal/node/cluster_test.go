@@ -290,3 +290,21 @@ func (c *clusterNode) member(id ring.NodeID) cluster.Member {
 	m, _ := c.machine.Member(id)
 	return m
 }
+
+// startMember starts a node on host joining the cluster of seed (none: a new cluster),
+// with 4 vnodes and a 1-s join batch window, after edit (nil: none) changed its
+// configuration; it shuts down when the test ends.
+func startMember(t *testing.T, host, seed string, edit func(*config.Config)) *Node {
+	t.Helper()
+	cfg := clusterConfig(t, host, seed)
+	cfg.JoinBatchWindow, cfg.NumTokens = time.Second, 4
+	if edit != nil {
+		edit(&cfg)
+	}
+	n, err := Start(cfg, keptLog(t, host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown(context.Background()) })
+	return n
+}

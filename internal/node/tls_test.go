@@ -225,16 +225,10 @@ func TestRenewedCertificateIsServedWithoutRestart(t *testing.T) {
 func TestThreeNodeClusterWithTLSInternode(t *testing.T) {
 	certs := newTestCerts(t)
 	start := func(host, seed string) *Node {
-		cfg := clusterConfig(t, host, seed)
-		cfg.JoinBatchWindow, cfg.NumTokens = time.Second, 4
-		useTLS(&cfg, certs.node(host))
-		cfg.TLSInternode = true
-		n, err := Start(cfg, keptLog(t, host))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Shutdown(context.Background()) })
-		return n
+		return startMember(t, host, seed, func(cfg *config.Config) {
+			useTLS(cfg, certs.node(host))
+			cfg.TLSInternode = true
+		})
 	}
 	n1 := start("h1", "")
 	n2 := start("h2", n1.GossipAddr())

@@ -21,19 +21,9 @@ import (
 // on every node, a change made concurrently on two nodes loses neither, and the admin
 // endpoints ask for a user allowed @admin once the default user has a password.
 func TestUsersAreClusterWideAndRevocationClosesConnectionsEverywhere(t *testing.T) {
-	start := func(host, seed string) *Node {
-		cfg := clusterConfig(t, host, seed)
-		cfg.JoinBatchWindow, cfg.NumTokens = time.Second, 4
-		n, err := Start(cfg, keptLog(t, host))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Shutdown(context.Background()) })
-		return n
-	}
-	n1 := start("h1", "")
-	n2 := start("h2", n1.GossipAddr())
-	n3 := start("h3", n1.GossipAddr())
+	n1 := startMember(t, "h1", "", nil)
+	n2 := startMember(t, "h2", n1.GossipAddr(), nil)
+	n3 := startMember(t, "h3", n1.GossipAddr(), nil)
 	nodes := []*Node{n1, n2, n3}
 	for _, n := range nodes {
 		eventuallyFor(t, 60*time.Second, "every node sees three normal members", func() bool { return ready(n, 3) })
