@@ -4,7 +4,8 @@
 # with a password, mutual TLS between nodes, encrypted gossip, admin over HTTPS), YCSB
 # workloads A and C with 1 KB records (10 fields of 100 bytes), the two configurations
 # alternated ROUNDS times in one run; then new connections per second (dial, handshake,
-# AUTH, PING, close) to each. Usage:
+# AUTH, PING, close) to each, with TLS both as full handshakes and with sessions resumed.
+# Usage:
 #
 #   scripts/bench-tls.sh [OUT]        (default OUT: bench-results/tls)
 #
@@ -73,7 +74,10 @@ for r in $(seq "$ROUNDS"); do
       "$KURA" bench run -w "$w" --target "$TARGET" --records "$RECORDS" --threads "$THREADS" --progress none --seed 42 \
         --label "$conf" --duration "$RUN" --warmup "$WARMUP" --out "$OUT/$conf-$w-$r" --plots=false | sed -n 1p
     done
-    "$KURA" bench connect --target "$TARGET" --threads 4 --duration "$CONNECT" | tee "$OUT/$conf-connect-$r.txt"
+    "$KURA" bench connect --target "$TARGET" --threads 4 --duration "$CONNECT" --tls-resume=false | tee "$OUT/$conf-connect-$r.txt"
+    if [ "$conf" = tls ]; then
+      "$KURA" bench connect --target "$TARGET" --threads 4 --duration "$CONNECT" | tee "$OUT/$conf-resumed-$r.txt"
+    fi
     stop_dev
   done
 done
@@ -96,9 +100,10 @@ for w in ["a", "c"]:
         print(f"| {w.upper()} | {r} | {tp:,.0f} | {tt:,.0f} | {tt/tp:.2f} | {fmt(pp)} | {fmt(pt)} |")
     print(f"| {w.upper()} | median | | | **{statistics.median(ratios):.2f}** | | |")
 print()
-print("| round | plain connections/s | TLS connections/s | TLS ÷ plain |")
-print("|--:|--:|--:|--:|")
+print("| round | plain connections/s | TLS, full handshakes/s | ÷ plain | TLS, sessions resumed/s | ÷ plain |")
+print("|--:|--:|--:|--:|--:|--:|")
 for r in range(1, rounds + 1):
-    rate = lambda c: float(re.search(r": ([0-9.]+)/s", open(f"{out}/{c}-connect-{r}.txt").read()).group(1))
-    print(f"| {r} | {rate('plain'):,.0f} | {rate('tls'):,.0f} | {rate('tls')/rate('plain'):.2f} |")
+    rate = lambda f: float(re.search(r": ([0-9.]+)/s", open(f"{out}/{f}-{r}.txt").read()).group(1))
+    p, f, res = rate("plain-connect"), rate("tls-connect"), rate("tls-resumed")
+    print(f"| {r} | {p:,.0f} | {f:,.0f} | {f/p:.2f} | {res:,.0f} | {res/p:.2f} |")
 PY

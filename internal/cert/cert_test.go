@@ -397,3 +397,44 @@ func TestRollingChangeOfCA(t *testing.T) {
 		t.Error("a node reissued from a CA not yet in its peer's bundle was served")
 	}
 }
+
+// A tool's second connection to a client-facing listener resumes the first's session:
+// the listener's per-handshake configurations share its ticket keys.
+func TestToolConnectionsResumeTheirSession(t *testing.T) {
+	ca := newCA(t)
+	srv := source(t, nodeDir(t, ca, "h1"), nil)
+	cfg, err := cert.ToolClientConfig(filepath.Join(ca, cert.CAFile), "", "", "localhost")
+	must(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	tl := tls.NewListener(ln, srv.ServerConfig(cert.NoClientCert))
+	defer tl.Close()
+	go func() {
+		for {
+			nc, err := tl.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				nc.(*tls.Conn).Handshake()
+				nc.Read(make([]byte, 1)) // until the client closes: it reads the ticket first
+			}()
+		}
+	}()
+	dial := func() bool {
+		c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+		must(t, err)
+		defer c.Close()
+		// A TLS 1.3 ticket arrives after the handshake: a read lets the client take it.
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		c.Read(make([]byte, 1))
+		return c.ConnectionState().DidResume
+	}
+	if dial() {
+		t.Fatal("the first connection resumed a session")
+	}
+	if !dial() {
+		t.Fatal("the second connection did not resume the first's session")
+	}
+}

@@ -314,9 +314,12 @@ func isNode(c *x509.Certificate) error {
 // run (kura bench against kura or Redis, kura admin): the server's certificate must chain
 // to the CA bundle in caFile (the system's roots when empty) and be valid for serverName
 // (each address's host when empty); certFile and keyFile, when set, are the client
-// certificate it presents. Read once: a tool's run is short.
+// certificate it presents. Read once: a tool's run is short. Sessions are cached, so that
+// a new connection to a server already met resumes its session (an abbreviated handshake,
+// no signature) as a Redis client with a session cache does; kura's servers issue
+// tickets (crypto/tls's default, with the listener's own keys).
 func ToolClientConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: minVersion, ServerName: serverName}
+	cfg := &tls.Config{MinVersion: minVersion, ServerName: serverName, ClientSessionCache: tls.NewLRUClientSessionCache(256)}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
