@@ -71,6 +71,7 @@ func (h *Handler) permit(dst []byte, c *command, args [][]byte, s *Session, cont
 	default:
 		dst = appendErr(dst, "NOPERM this user has no permissions to access one of the keys used as arguments")
 	}
+	s.lastCmd.Store(h.commandName(c, args)) // the entry's cmd= is the denied command, as Redis's
 	h.logDenial(s, d.reason, context, d.object, u.Name)
 	return dst, false
 }
