@@ -589,6 +589,9 @@ func TestStreamFailoverKeepsEveryWriteOnAQuorumOfTheNewReplicas(t *testing.T) {
 	}
 	fc.restart(2)
 	fc.waitMember(1, 2, "up", memberUp)
+	// The node that plans the decommission must see node 2 up too: gossip reaches node 4
+	// a moment after node 1 on a loaded machine (CI once planned it with node 2 still down).
+	fc.waitMember(4, 2, "up", memberUp)
 
 	// Decommission node 4 and kill it as its streams start: they fail over.
 	out, err := runKura(t, "admin", "decommission", "--admin", fc.nodes[4].adminAddr)

@@ -120,6 +120,15 @@ func TestRemovalsAcrossAnUpgradeFromBeforeHandoffs(t *testing.T) {
 		return waitTopology(t, nodes[1].adminAddr, fmt.Sprintf("node %d removed", k), 2*time.Minute, settled(left))
 	}
 
+	// Users cannot change cluster-wide while a live member's build does not read them:
+	// the change is refused and nothing is proposed.
+	setUser := func(c *redis.Client) error {
+		return c.Do(context.Background(), "ACL", "SETUSER", "upgraded", "on", ">pw", "~*", "+@all").Err()
+	}
+	if err := setUser(c1); err == nil || !strings.Contains(err.Error(), "upgrade") {
+		t.Fatalf("ACL SETUSER with an old binary a member: %v, want a refusal that says to upgrade", err)
+	}
+
 	before, err := fetchStatus(context.Background(), nodes[1].adminAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +151,25 @@ func TestRemovalsAcrossAnUpgradeFromBeforeHandoffs(t *testing.T) {
 	}
 	nodes[4] = startRingNode(t, dir, base, 4, seeds)
 	waitTopology(t, nodes[1].adminAddr, "node 4 back on the new binary", time.Minute, settled(4))
+	// Every member reads users now: a change made on node 1 lets the user in on node 4.
+	var userErr error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if userErr = setUser(c1); userErr == nil {
+			break // gossip may take a moment to bring node 4's new meta version
+		}
+	}
+	if userErr != nil {
+		t.Fatalf("ACL SETUSER once every member is upgraded: %v", userErr)
+	}
+	u4 := redis.NewClient(&redis.Options{Addr: nodes[4].addr, Username: "upgraded", Password: "pw", MaxRetries: -1})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := u4.Ping(context.Background()).Err(); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the user made on node 1 on the upgraded node 4: %v", err)
+		}
+	}
+	u4.Close()
 
 	st = remove(2, 3)
 	t.Logf("node 2 removed at epoch %d, every member on the new binary", st.Topology.Epoch)

@@ -52,7 +52,14 @@ func newTestRegistry(t testing.TB, seed uint64, def ...string) *Registry {
 //	check user=<u> cmd=<c> [sub=<s>] [keys=<k,...>] [access=r|w|rw]
 //	auth user=<u> pass=<p> addr=<a> at=<seconds>
 func TestTranscripts(t *testing.T) {
+	files := 0
+	t.Cleanup(func() {
+		if files == 0 {
+			t.Error("no transcript under testdata/transcripts ran")
+		}
+	})
 	datadriven.Walk(t, "testdata/transcripts", func(t *testing.T, path string) {
+		files++
 		r := newTestRegistry(t, 1)
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			switch td.Cmd {
