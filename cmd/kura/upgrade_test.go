@@ -153,12 +153,20 @@ func TestRemovalsAcrossAnUpgradeFromBeforeHandoffs(t *testing.T) {
 	waitTopology(t, nodes[1].adminAddr, "node 4 back on the new binary", time.Minute, settled(4))
 	// Every member reads users now: a change made on node 1 lets the user in on node 4.
 	var userErr error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if userErr = setUser(c1); userErr == nil {
 			break // gossip may take a moment to bring node 4's new meta version
 		}
 	}
 	if userErr != nil {
+		for k, n := range nodes {
+			t.Logf("node %d is %s", k, n.id)
+		}
+		if st, err := fetchStatus(context.Background(), nodes[1].adminAddr); err == nil {
+			for _, m := range st.Members {
+				t.Logf("node 1 sees %s %s up=%v meta_version=%d", m.ID, m.Status, m.Up, m.MetaVersion)
+			}
+		}
 		t.Fatalf("ACL SETUSER once every member is upgraded: %v", userErr)
 	}
 	u4 := redis.NewClient(&redis.Options{Addr: nodes[4].addr, Username: "upgraded", Password: "pw", MaxRetries: -1})

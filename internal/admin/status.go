@@ -50,12 +50,15 @@ type MemberStatus struct {
 	Behind     bool   `json:"behind,omitempty"`
 	ClientAddr string `json:"client_addr"`
 	// ClientTLSAddr is the member's RESP TLS address, "" without one.
-	ClientTLSAddr string  `json:"client_tls_addr,omitempty"`
-	AdminAddr     string  `json:"admin_addr"`
-	Tokens        int     `json:"tokens"`
-	Load          int64   `json:"load"`      // bytes of data, as the member last announced
-	Owns          float64 `json:"owns"`      // share of the token space it owns as primary
-	OwnsRepl      float64 `json:"owns_repl"` // share of all replicated data it holds
+	ClientTLSAddr string `json:"client_tls_addr,omitempty"`
+	// MetaVersion is the newest metadata entry version the member's build reads, as it
+	// gossips it (0: a build from before it was announced).
+	MetaVersion int     `json:"meta_version,omitempty"`
+	AdminAddr   string  `json:"admin_addr"`
+	Tokens      int     `json:"tokens"`
+	Load        int64   `json:"load"`      // bytes of data, as the member last announced
+	Owns        float64 `json:"owns"`      // share of the token space it owns as primary
+	OwnsRepl    float64 `json:"owns_repl"` // share of all replicated data it holds
 	// ClockOffsetUS is the member's physical clock minus this node's, in microseconds, as
 	// estimated from the stamps of its internode responses; nil for this node itself and
 	// for a member this node has no estimate of (none yet, or one that predates them).
@@ -156,7 +159,7 @@ func Status(v View) ClusterStatus {
 		ms := MemberStatus{ID: string(m.ID), Host: m.Host, Rack: m.Rack,
 			Engine: m.Engine, Role: m.Role.String(), Status: string(m.Status), Up: m.Up || m.ID == v.Self, Refilling: m.Refilling,
 			Behind:     v.Lagging(m.ID),
-			ClientAddr: m.ClientAddr, ClientTLSAddr: m.ClientTLSAddr, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
+			ClientAddr: m.ClientAddr, ClientTLSAddr: m.ClientTLSAddr, MetaVersion: m.MetaVersion, AdminAddr: m.AdminAddr, Tokens: len(m.Tokens), Load: m.Load,
 			Owns: own[m.ID], OwnsRepl: repl[m.ID]}
 		if o, ok := v.Clocks.Offsets[m.ID]; ok && m.ID != v.Self {
 			us := o.Microseconds()
