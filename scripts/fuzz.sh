@@ -2,12 +2,12 @@
 # Runs each fuzz target of what a peer or a client can send a node (the internode frame
 # decoder and message codecs, the metadata log's entries, the RESP handler, the ACL rule
 # parser and ACL file loader) with -fuzz for a bounded time. CI runs it after the tests
-# (.ci/run); about three minutes in all. FUZZTIME sets each target's time (default 15s).
+# (.ci/run); about two minutes in all. FUZZTIME sets each target's time (default 10s).
 # A target that finds a failure writes its input under the package's testdata/fuzz/, which
 # then becomes a regular test case once committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-t=${FUZZTIME:-15s}
+t=${FUZZTIME:-10s}
 targets=(
   "./internal/transport FuzzDecode"
   "./internal/wire FuzzDecoders"
