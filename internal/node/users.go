@@ -47,6 +47,11 @@ func (c *clusterNode) commitACL(ctx context.Context, ch acl.Change) error {
 		nst, err := rl.log.Propose(ctx, meta.SetACL{Base: st.ACLVersion, Users: next})
 		switch {
 		case errors.Is(err, meta.ErrACLChanged):
+			// Another node's change went first; make this one again once this node's log
+			// has applied it (until then its state would only be refused again).
+			if err := c.awaitUsers(ctx, st.ACLVersion); err != nil {
+				return err
+			}
 			continue
 		case err != nil:
 			return fmt.Errorf("node: propose the users: %w", err)
@@ -55,6 +60,19 @@ func (c *clusterNode) commitACL(ctx context.Context, ch acl.Change) error {
 		return nil
 	}
 	return fmt.Errorf("node: the users kept changing under %d tries; try again", aclCommitTries)
+}
+
+// awaitUsers waits until the node's metadata state holds users newer than version.
+func (c *clusterNode) awaitUsers(ctx context.Context, version uint64) error {
+	for c.rl.state.Load().ACLVersion <= version {
+		c.rl.log.Poke() // a non-voter pulls the log's state now rather than at its next pull
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node: the users changed elsewhere and this node has not caught up: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // nextUsers is the encoded user set that ch makes of st's: from the record, or from
