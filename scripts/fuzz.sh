@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=${FUZZTIME:-10s}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 targets=(
   "./internal/transport FuzzDecode"
   "./internal/wire FuzzDecoders"
@@ -26,5 +28,19 @@ for tg in "${targets[@]}"; do
     exit 1
   fi
   echo "== $1 $2 ($t)"
-  go test -run='^$' -fuzz="^$2\$" -fuzztime="$t" "$1"
+  corpus="$1/testdata/fuzz/$2"
+  before=$(ls "$corpus" 2>/dev/null | sort || true)
+  if go test -run='^$' -fuzz="^$2\$" -fuzztime="$t" "$1" 2>&1 | tee "$log"; then
+    continue
+  fi
+  # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a failure
+  # ("context deadline exceeded", no failing input written) when a worker is mid-call as
+  # time runs out: golang/go#75804, fixed in Go 1.27. That alone is not a finding; a
+  # failure that wrote an input, or any other failure, is.
+  after=$(ls "$corpus" 2>/dev/null | sort || true)
+  if [ "$before" = "$after" ] && grep -q "^    context deadline exceeded$" "$log" && [ "$(grep -c -- '^--- FAIL' "$log")" = 1 ]; then
+    echo "fuzz.sh: $2 ended on Go's fuzztime deadline race (golang/go#75804), no failing input: not a failure" >&2
+    continue
+  fi
+  exit 1
 done
